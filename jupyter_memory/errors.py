@@ -1,0 +1,38 @@
+"""Errors meant for people: each message says what was wrong and how to fix it."""
+
+from __future__ import annotations
+
+
+class JupyterMemoryError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class InvalidPath(JupyterMemoryError, ValueError):
+    """A memory path that would leave the memdir or is not a markdown file."""
+
+
+class SecretRefused(JupyterMemoryError, ValueError):
+    """Text that looks like a credential was about to be stored."""
+
+
+class MemoryNotFound(JupyterMemoryError, KeyError):
+    """No memory with that name or file."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+class MemoryExists(JupyterMemoryError, ValueError):
+    """A create that would overwrite an existing memory."""
+
+
+class LockTimeout(JupyterMemoryError, TimeoutError):
+    """Another process held the memdir lock for too long."""
+
+
+class ConfigError(JupyterMemoryError, ValueError):
+    """A setting or environment variable with a value that cannot be used."""
+
+
+class MemoryDisabled(JupyterMemoryError):
+    """Auto memory is switched off for this project."""
