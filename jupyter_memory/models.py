@@ -1,0 +1,119 @@
+"""Model limits and the context thresholds derived from them (SPEC §7).
+
+One table holds every model's context window and maximum output; every threshold the
+project shows or acts on (effective window, warning, autocompact, blocking, the
+autocompact buffer) is computed from it here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_SMALL_MODEL = "claude-haiku-4-5"
+
+#: Output tokens reserved for the summary when deriving the effective window.
+SUMMARY_OUTPUT_RESERVE = 20_000
+#: Distance below the effective window at which automatic compaction starts.
+AUTOCOMPACT_MARGIN = 13_000
+#: Distance below the autocompact level at which a warning is shown.
+WARNING_MARGIN = 20_000
+#: Distance below the effective window at which a request is refused.
+BLOCKING_MARGIN = 3_000
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the context budget of one model is made of."""
+
+    name: str
+    context_window: int
+    max_output_tokens: int
+    known: bool = True
+
+
+# Prefix → (context window, maximum output tokens). Longest prefix wins, so a dated
+# model id such as ``claude-sonnet-4-5-20250929`` finds its family.
+_MODELS: dict[str, tuple[int, int]] = {
+    "claude-opus-4-5": (200_000, 64_000),
+    "claude-opus-4-1": (200_000, 32_000),
+    "claude-opus-4": (200_000, 32_000),
+    "claude-sonnet-4-5": (200_000, 64_000),
+    "claude-sonnet-4": (200_000, 64_000),
+    "claude-haiku-4-5": (200_000, 64_000),
+    "claude-3-7-sonnet": (200_000, 64_000),
+    "claude-3-5-sonnet": (200_000, 8_192),
+    "claude-3-5-haiku": (200_000, 8_192),
+    "claude-3-haiku": (200_000, 4_096),
+}
+_FALLBACK = (200_000, 32_000)
+
+
+def model_info(name: str) -> ModelInfo:
+    """Limits of ``name``; unknown models get a 200K window so budgets stay conservative."""
+    best = ""
+    for prefix in _MODELS:
+        if name.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    if best:
+        window, out = _MODELS[best]
+        return ModelInfo(name, window, out, True)
+    window, out = _FALLBACK
+    return ModelInfo(name, window, out, False)
+
+
+def default_model(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    return env.get("JUPYTER_MEMORY_MODEL") or DEFAULT_MODEL
+
+
+def default_small_model(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    return env.get("JUPYTER_MEMORY_SMALL_MODEL") or DEFAULT_SMALL_MODEL
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Token levels of one context window, lowest first."""
+
+    window: int
+    effective: int
+    warning: int
+    autocompact: int
+    blocking: int
+
+    @property
+    def autocompact_buffer(self) -> int:
+        """Tokens above the autocompact level: shown as reserved in ``%context``."""
+        return self.window - self.autocompact
+
+    def level(self, used: int) -> str:
+        """``ok``, ``warning``, ``autocompact`` or ``blocking`` for ``used`` tokens."""
+        if used >= self.blocking:
+            return "blocking"
+        if used >= self.autocompact:
+            return "autocompact"
+        if used >= self.warning:
+            return "warning"
+        return "ok"
+
+    def to_json(self) -> dict[str, int]:
+        data = asdict(self)
+        data["autocompact_buffer"] = self.autocompact_buffer
+        return data
+
+
+def thresholds(info: ModelInfo, max_output_tokens: int | None = None) -> Thresholds:
+    """The SPEC §7 levels: for a 200K window, 180K / 147K / 167K / 177K."""
+    out = info.max_output_tokens if max_output_tokens is None else max_output_tokens
+    effective = info.context_window - min(out, SUMMARY_OUTPUT_RESERVE)
+    autocompact = effective - AUTOCOMPACT_MARGIN
+    return Thresholds(
+        window=info.context_window,
+        effective=effective,
+        warning=autocompact - WARNING_MARGIN,
+        autocompact=autocompact,
+        blocking=effective - BLOCKING_MARGIN,
+    )
