@@ -88,6 +88,9 @@ class AssembledRequest:
         """The body exactly as serialised for the wire (stable key order)."""
         return json.dumps(self.body, ensure_ascii=False, indent=None, separators=(",", ":"))
 
+    def to_json_pretty(self) -> str:
+        return json.dumps(self.body, ensure_ascii=False, indent=2)
+
 
 def context_message_text(state: RequestState) -> str:
     """The body of ``messages[0]``: instructions, the index (index mode) and the date."""

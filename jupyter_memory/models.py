@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_SMALL_MODEL = "claude-haiku-4-5"
 
 #: Output tokens reserved for the summary when deriving the effective window.
@@ -37,6 +37,14 @@ class ModelInfo:
 # Prefix → (context window, maximum output tokens). Longest prefix wins, so a dated
 # model id such as ``claude-sonnet-4-5-20250929`` finds its family.
 _MODELS: dict[str, tuple[int, int]] = {
+    "claude-fable-5": (1_000_000, 128_000),
+    "claude-mythos-5": (1_000_000, 128_000),
+    "claude-opus-5": (1_000_000, 128_000),
+    "claude-sonnet-5": (1_000_000, 128_000),
+    "claude-opus-4-8": (1_000_000, 128_000),
+    "claude-opus-4-7": (1_000_000, 128_000),
+    "claude-opus-4-6": (1_000_000, 128_000),
+    "claude-sonnet-4-6": (200_000, 64_000),
     "claude-opus-4-5": (200_000, 64_000),
     "claude-opus-4-1": (200_000, 32_000),
     "claude-opus-4": (200_000, 32_000),

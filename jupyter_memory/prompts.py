@@ -206,7 +206,7 @@ def index_block(memdir: str, index_text: str, warning: str | None) -> str:
     body = index_text.strip() or "(the index is empty: no memories saved yet)"
     head = f"Contents of {memdir}/MEMORY.md (your memory index; read topic files on demand):"
     text = f"{head}\n\n{body}"
-    if warning:
+    if warning and warning not in body:
         text += f"\n\n{warning}"
     return text
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["jupyter_memory.testing.pytest_plugin"]
+
 _SCRUB = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",

@@ -1,0 +1,54 @@
+"""IPython front end: ``%load_ext jupyter_memory`` registers these magics.
+
+One Magics class per command family (as jupysql does): ``Agent`` (``%%agent``,
+``%agent``), ``ContextMagics`` (``%context``), ``MemoryMagics`` (``%memory``,
+``%%remember``). Settings live as traitlets on ``Agent`` so ``%config Agent`` lists
+and changes them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    from .agent import Agent
+    from .context import ContextMagics
+    from .memory import MemoryMagics
+
+    agent = Agent(shell=ipython)
+    ipython.register_magics(agent)
+    ipython.register_magics(ContextMagics(shell=ipython, agent=agent))
+    ipython.register_magics(MemoryMagics(shell=ipython, agent=agent))
+    if agent not in ipython.configurables:
+        ipython.configurables.append(agent)
+    cleanup = ipython.input_transformers_cleanup
+    if protect_agent_line not in cleanup:
+        cleanup.append(protect_agent_line)
+
+
+_AGENT_LINE = re.compile(r"^(\s*)%agent[ \t]+(\S.*)$")
+
+
+def protect_agent_line(lines: list[str]) -> list[str]:
+    """Keep ``%agent Is it raining?`` a question: IPython would read the ``?`` as help.
+
+    Runs before IPython's own transforms and turns a one-line ``%agent PROMPT`` cell
+    into the explicit magic call, so a trailing ``?`` reaches the agent untouched.
+    """
+    text = "".join(lines)
+    if text.count("\n") > 1 or (text.count("\n") == 1 and not text.endswith("\n")):
+        return lines
+    match = _AGENT_LINE.match(text.rstrip("\n"))
+    if match is None or match.group(2).strip() == "?":
+        return lines
+    return [f"{match.group(1)}get_ipython().run_line_magic('agent', {match.group(2)!r})\n"]
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .state import forget_state
+
+    forget_state(ipython)
+    if protect_agent_line in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(protect_agent_line)

@@ -1,0 +1,62 @@
+"""``%context``: what the next request to the model holds, by category."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from ..context import render_text
+
+
+@magics_class
+class ContextMagics(Magics):
+    def __init__(self, shell: Any = None, agent: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.agent = agent
+
+    @magic_arguments()
+    @argument("--json", action="store_true", help="Print the budget as JSON.")
+    @argument("--raw", action="store_true",
+              help="Print the exact request body that would be sent next.")
+    @argument("--count", action="store_true",
+              help="Ask the endpoint's count-tokens API for the exact size (needs a model).")
+    @argument("--brief", action="store_true", help="Categories only, without per-file rows.")
+    @line_magic
+    def context(self, line: str = "") -> Any:
+        """Show what the next request to the model holds, by category, with budgets.
+
+        Examples::
+
+            %context            # the budget: system, tools, instructions, index, ...
+            %context --json     # the same as JSON, for scripts
+            %context --raw      # the exact request body
+            %context --count    # exact size from the endpoint's count-tokens API
+
+        Counts are offline estimates until the agent has answered once; after that the
+        real usage of the last response is used, as the reference does.
+        """
+        args = parse_argstring(self.context, line)
+        session = self.agent.session()
+        if args.raw:
+            print(session.assemble().to_json_pretty())
+            return None
+        counted = None
+        if args.count:
+            from ..agent import NoModelConfigured, make_client
+            from ..tokens import count_tokens_remote
+
+            try:
+                counted = count_tokens_remote(make_client(), session.assemble().body)
+            except NoModelConfigured as exc:
+                print(str(exc))
+                return None
+        rep = session.context_report(counted_tokens=counted)
+        if args.json:
+            print(json.dumps(rep.to_json(), indent=2, ensure_ascii=False))
+            return None
+        display({"text/plain": render_text(rep, detail=not args.brief)}, raw=True)
+        return None

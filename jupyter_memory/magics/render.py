@@ -1,0 +1,101 @@
+"""Output bundles for agent cells: a rich record plus fallbacks any viewer can show.
+
+Every bundle carries ``text/plain`` and ``text/html`` beside the rich types, so a saved
+notebook reads well on GitHub or in nbconvert HTML with no kernel and no extension.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from ..agent import TURN_MIME
+
+_TOOL_RESULT_PREVIEW = 1_500
+
+
+def markdown_to_html(text: str) -> str:
+    """Markdown rendered with mistune (shipped with Jupyter), else shown preformatted."""
+    try:
+        import mistune
+
+        return str(mistune.html(text))
+    except Exception:  # mistune missing or failing: a plain, still legible fallback
+        return f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
+
+
+def _short_input(data: Any, limit: int = 120) -> str:
+    text = json.dumps(data, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def tool_line(name: str, data: Any) -> str:
+    return f"`{name}` {_short_input(data)}"
+
+
+def turn_markdown(record: dict[str, Any]) -> str:
+    parts = []
+    calls = record.get("tool_calls") or []
+    if calls:
+        lines = [f"- {'⚠ ' if c.get('is_error') else ''}{tool_line(c['name'], c.get('input'))}"
+                 for c in calls]
+        parts.append("**Tools used**\n\n" + "\n".join(lines))
+    parts.append(record.get("answer") or "_(no answer)_")
+    for event in record.get("events") or []:
+        parts.append(f"> **{event['kind']}**: {event['text']}")
+    parts.append(_footer(record))
+    return "\n\n".join(parts)
+
+
+def _footer(record: dict[str, Any]) -> str:
+    usage = record.get("usage") or {}
+    ctx = record.get("context") or {}
+    bits = [f"turn {record.get('turn', '?')}", record.get("model", "")]
+    if usage:
+        bits.append(
+            f"{usage.get('input_tokens', 0):,} in · {usage.get('cache_read_input_tokens', 0):,} "
+            f"cached · {usage.get('output_tokens', 0):,} out"
+        )
+    if ctx.get("window"):
+        bits.append(f"context {ctx.get('used', 0):,} / {ctx['window']:,}")
+    written = record.get("memories_written") or []
+    if written:
+        bits.append("saved " + ", ".join(w["file"] for w in written))
+    return "<sub>" + " · ".join(b for b in bits if b) + "</sub>"
+
+
+def turn_html(record: dict[str, Any]) -> str:
+    calls = record.get("tool_calls") or []
+    rows = []
+    for c in calls:
+        result = str(c.get("result", ""))
+        if len(result) > _TOOL_RESULT_PREVIEW:
+            result = result[:_TOOL_RESULT_PREVIEW] + "\n…"
+        flag = " (error)" if c.get("is_error") else ""
+        rows.append(
+            "<details><summary><code>{}</code>{} {}</summary>"
+            "<pre style='white-space:pre-wrap'>{}</pre></details>".format(
+                html.escape(c["name"]), flag, html.escape(_short_input(c.get("input"))),
+                html.escape(result))
+        )
+    events = "".join(
+        f"<blockquote><b>{html.escape(e['kind'])}</b>: {html.escape(e['text'])}</blockquote>"
+        for e in record.get("events") or []
+    )
+    answer = markdown_to_html(record.get("answer") or "_(no answer)_")
+    footer = markdown_to_html(_footer(record))
+    return (
+        "<div class='jupyter-memory-turn'>"
+        + "".join(rows) + answer + events + footer + "</div>"
+    )
+
+
+def turn_bundle(record: dict[str, Any]) -> dict[str, Any]:
+    """The output bundle of an agent cell: the record and its fallbacks."""
+    return {
+        TURN_MIME: record,
+        "text/markdown": turn_markdown(record),
+        "text/html": turn_html(record),
+        "text/plain": record.get("answer") or "(no answer)",
+    }

