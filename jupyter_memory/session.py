@@ -103,6 +103,7 @@ class Session:
         self._instructions: Any = None
         self._registry: Any = None
         self._tool_context: Any = None
+        self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
         self.reload()
 
     # ------------------------------------------------------------------ memory
@@ -120,7 +121,28 @@ class Session:
             env=self.env,
             extra_names=self.config.extra_instruction_names,
         )
+        self.reset_tools()
+
+    def reset_tools(self) -> None:
+        """Forget the tool context and context snapshot (settings or memory on/off changed)."""
         self._tool_context = None
+        self._snapshot = None
+
+    def refresh_context(self) -> None:
+        """Re-read the index and instruction files before the next request.
+
+        Like the reference, instruction files and ``MEMORY.md`` are read once and then
+        kept for the whole session, so the cached prefix stays stable even when the
+        agent saves memories mid-session. Compaction and memory changes the person makes
+        through the front ends (``%%remember``, ``%memory forget``) call this.
+        """
+        self._snapshot = None
+
+    def context_pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
+        """The instruction files and index of this session's ``messages[0]``."""
+        if self._snapshot is None:
+            self._snapshot = (self.instruction_parts(), self.index_part())
+        return self._snapshot
 
     @property
     def location(self) -> Any:
@@ -235,16 +257,17 @@ class Session:
 
     def request_state(self, messages: list[dict[str, Any]] | None = None) -> RequestState:
         memdir = self.memdir
+        instructions, index = self.context_pieces()
         return RequestState(
             model=self.config.model,
             max_tokens=self.config.max_tokens,
             environment=self.environment(),
             tools=self.tools.definitions(),
             messages=self.messages if messages is None else messages,
-            instructions=self.instruction_parts(),
+            instructions=instructions,
             memdir=str(memdir) if memdir is not None else None,
             recall_mode=self.recall_mode,
-            index=self.index_part() if self.recall_mode == "index" else None,
+            index=index if self.recall_mode == "index" else None,
             today=self.today(),
             maintain_index=self.config.maintain_index,
         )
@@ -256,7 +279,7 @@ class Session:
         """What the next request would hold: the data behind ``%context``."""
         return report(
             self.assemble(),
-            index=self.index_part(),
+            index=self.context_pieces()[1],
             last_usage=self.last_usage,
             counted_tokens=counted_tokens,
         )

@@ -133,6 +133,7 @@ class MemoryMagics(Magics):
                 print("Kept.")
                 return
         store.forget(memory.file)
+        self._session().refresh_context()
         print(f"Forgot {memory.file}.")
 
     def _memory_doctor(self, rest: list[str], as_json: bool) -> None:
@@ -151,6 +152,7 @@ class MemoryMagics(Magics):
         from ..doctor import repair
 
         result = repair(self._store())
+        self._session().refresh_context()
         print(result.summary() if hasattr(result, "summary") else result)
 
     def _memory_mode(self, rest: list[str], as_json: bool) -> None:
@@ -166,13 +168,13 @@ class MemoryMagics(Magics):
     def _memory_on(self, rest: list[str], as_json: bool) -> None:
         session = self._session()
         session.memory_override = True
-        session._tool_context = None
+        session.reset_tools()
         print(f"Memory on for this session: {session.location.memdir}")
 
     def _memory_off(self, rest: list[str], as_json: bool) -> None:
         session = self._session()
         session.memory_override = False
-        session._tool_context = None
+        session.reset_tools()
         print("Memory off for this session: no index, no recall, no memory writes.")
 
     # ---------------------------------------------------------------- %%remember
@@ -210,6 +212,7 @@ class MemoryMagics(Magics):
         except JupyterMemoryError as exc:
             print(f"%%remember: {exc}")
             return
+        self._session().refresh_context()
         print(f"Saved {result.file}.")
 
 

@@ -58,5 +58,5 @@ def session_for(shell: Any, config: AgentConfig) -> Session:
         st.session = Session(folder, config=config, notebook=notebook)
     elif st.session.config != config:
         st.session.config = config
-        st.session._tool_context = None
+        st.session.reset_tools()
     return st.session
