@@ -13,6 +13,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,9 @@ class TurnEvents:
     on_tool_start: Callable[[dict[str, Any]], None] = _noop
     on_tool_end: Callable[[dict[str, Any], Any], None] = _noop
     on_status: Callable[[str], None] = _noop
+    #: Called, possibly from a background thread after the turn ended, with a notice
+    #: about work the turn started (such as memories the extraction agent saved).
+    on_notice: Callable[[str, dict[str, Any]], None] = _noop
 
 
 @dataclass
@@ -146,14 +150,19 @@ def describe_api_error(exc: BaseException) -> str:
     return f"The model call failed: {type(exc).__name__}: {message}"
 
 
-class _Turn:
-    """The mutable state of one turn while it runs."""
+class TurnState:
+    """The mutable state of one turn while it runs; what turn hooks see.
 
-    def __init__(self, session: Session, prompt: str, events: TurnEvents) -> None:
+    Messages of the turn go through :meth:`add`, so the turn knows exactly which
+    messages it owns even if a hook (compaction) replaces earlier history meanwhile.
+    """
+
+    def __init__(self, session: Session, prompt: str, events: TurnEvents, client: Any) -> None:
         self.session = session
         self.events = events
-        self.start_len = len(session.messages)
+        self.client = client
         self.prompt = prompt
+        self.added: list[dict[str, Any]] = []
         self.tool_calls: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.usage = Usage()
@@ -165,10 +174,35 @@ class _Turn:
         self.memories_before: set[str] = set()
         self.memories_written: list[str] = []
         self.prefetch: Any = None
+        self.extra: dict[str, Any] = {}
+
+    def add(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Append ``message`` to the conversation as part of this turn."""
+        self.session.messages.append(message)
+        self.added.append(message)
+        return message
+
+    def note(self, kind: str, text: str) -> None:
+        """Record an event (warning, compaction, ...) in the turn and show it."""
+        self.events_log.append({"kind": kind, "text": text})
+        self.events.on_status(text)
+
+    def rollback(self) -> None:
+        """Take this turn's messages back out of the conversation."""
+        owned = {id(m) for m in self.added}
+        self.session.messages[:] = [m for m in self.session.messages if id(m) not in owned]
+        self.added.clear()
 
     @property
     def new_messages(self) -> list[dict[str, Any]]:
-        return self.session.messages[self.start_len :]
+        return list(self.added)
+
+
+def _hooks(session: Session, name: str, *args: Any) -> None:
+    for hook in session.hooks:
+        method = getattr(hook, name, None)
+        if method is not None:
+            method(*args)
 
 
 def user_message(prompt: str, preamble: list[str] | None = None) -> dict[str, Any]:
@@ -191,21 +225,22 @@ def run_turn(
     if not prompt.strip():
         raise JupyterMemoryError("The prompt is empty: write what you want the agent to do.")
     if client is None:
-        client = make_client(session.env, max_retries=session.config.max_retries,
-                             timeout=session.config.timeout)
-    turn = _Turn(session, prompt, events)
+        client = session.make_client()
+    turn = TurnState(session, prompt, events, client)
     ctx = session.tool_context(on_activate=lambda files: turn.activated.extend(
         session.instructions.render_block(f) for f in files))
     turn.memories_before = set(ctx.written_memdir_files)
-    session.messages.append(user_message(prompt, preamble))
+    turn.add(user_message(prompt, preamble))
     status, error = "max_turns", None
     try:
+        _hooks(session, "before_turn", turn)
         turn.prefetch = session.start_prefetch(prompt, client)
         for round_index in range(session.config.max_turns):
             _consume_prefetch(turn, first_call=round_index == 0)
+            _hooks(session, "before_call", turn, round_index)
             message = _call_model(turn, client, round_index)
             content = [_block_to_dict(b) for b in message.content]
-            session.messages.append({"role": "assistant", "content": content})
+            turn.add({"role": "assistant", "content": content})
             turn.partial_text = ""
             tool_uses = [b for b in content if b["type"] == "tool_use"]
             if message.stop_reason != "tool_use" or not tool_uses:
@@ -229,23 +264,37 @@ def run_turn(
     if error:
         turn.events_log.append({"kind": "error" if status == "error" else "warning", "text": error})
     record = build_record(turn, answer, status)
-    return TurnResult(status=status, answer=answer, record=record, error=error, usage=turn.usage)
+    result = TurnResult(status=status, answer=answer, record=record, error=error, usage=turn.usage)
+    _hooks(session, "after_turn", turn, result)
+    return result
 
 
 def _describe(exc: BaseException) -> str:
-    try:
-        import anthropic
+    import anthropic
 
-        if isinstance(exc, anthropic.APIError):
-            return describe_api_error(exc)
-    except ImportError:  # pragma: no cover - anthropic is a hard dependency
-        pass
+    if isinstance(exc, anthropic.APIError):
+        return describe_api_error(exc)
     if isinstance(exc, JupyterMemoryError):
         return str(exc)
+    if _is_transport_error(exc):
+        return ("The connection to the model endpoint broke in the middle of the answer. "
+                "Run the cell again; the conversation was kept consistent.")
+    if isinstance(exc, json.JSONDecodeError):
+        return ("The model endpoint sent a response that is not valid JSON; check "
+                "ANTHROPIC_BASE_URL points at a Messages API endpoint, then run the cell again.")
     return f"The turn failed: {type(exc).__name__}: {exc}"
 
 
-def _consume_prefetch(turn: _Turn, *, first_call: bool) -> None:
+def _is_transport_error(exc: BaseException) -> bool:
+    """A network failure raised by the SDK's HTTP client while a stream is read."""
+    for name in ("httpx2", "httpx"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(exc, getattr(module, "TransportError", ())):
+            return True
+    return False
+
+
+def _consume_prefetch(turn: TurnState, *, first_call: bool) -> None:
     """Attach prefetched memories when they are ready (SPEC §4 B timing).
 
     The reference never waits: memories found while the first call is under way join
@@ -259,12 +308,11 @@ def _consume_prefetch(turn: _Turn, *, first_call: bool) -> None:
         if not turn.session.config.wait_for_prefetch:
             return
         prefetch.wait()
-    messages = prefetch.take_messages()
-    if messages:
-        turn.session.messages.extend(messages)
+    for message in prefetch.take_messages():
+        turn.add(message)
 
 
-def _call_model(turn: _Turn, client: Any, round_index: int) -> Any:
+def _call_model(turn: TurnState, client: Any, round_index: int) -> Any:
     session = turn.session
     assembled = session.assemble()
     body = assembled.body
@@ -285,7 +333,7 @@ def _call_model(turn: _Turn, client: Any, round_index: int) -> Any:
     return message
 
 
-def _run_tools(turn: _Turn, tool_uses: list[dict[str, Any]], ctx: Any) -> None:
+def _run_tools(turn: TurnState, tool_uses: list[dict[str, Any]], ctx: Any) -> None:
     session = turn.session
     results: list[dict[str, Any]] = []
     try:
@@ -298,19 +346,19 @@ def _run_tools(turn: _Turn, tool_uses: list[dict[str, Any]], ctx: Any) -> None:
             turn.tool_calls.append({"id": use["id"], "name": use["name"], "input": use.get("input"),
                                     "result": result.content, "is_error": bool(result.is_error)})
     except KeyboardInterrupt:
-        _append_results(session, results, tool_uses)
+        _append_results(turn, results, tool_uses)
         raise
-    _append_results(session, results, tool_uses)
+    _append_results(turn, results, tool_uses)
     if turn.activated:
         extra = [{"type": "text", "text": prompts.system_reminder(t)} for t in turn.activated]
-        session.messages[-1]["content"].extend(extra)
+        turn.added[-1]["content"].extend(extra)
         turn.activated.clear()
 
 
 INTERRUPTED_TOOL = "The person interrupted the turn before this tool finished; it did not run."
 
 
-def _append_results(session: Session, results: list[dict[str, Any]], uses: list[dict[str, Any]]) -> None:
+def _append_results(turn: TurnState, results: list[dict[str, Any]], uses: list[dict[str, Any]]) -> None:
     """Append tool results, filling in any tool_use that got none (so none dangles)."""
     done = {r["tool_use_id"] for r in results}
     for use in uses:
@@ -318,40 +366,38 @@ def _append_results(session: Session, results: list[dict[str, Any]], uses: list[
             results.append({"type": "tool_result", "tool_use_id": use["id"],
                             "content": INTERRUPTED_TOOL, "is_error": True})
     if results:
-        session.messages.append({"role": "user", "content": results})
+        turn.add({"role": "user", "content": results})
 
 
-def _close_after_interrupt(turn: _Turn) -> None:
-    session = turn.session
+def _close_after_interrupt(turn: TurnState) -> None:
     if not turn.got_response and not turn.partial_text:
-        del session.messages[turn.start_len :]
+        turn.rollback()
         return
-    last = session.messages[-1] if session.messages else None
+    last = turn.added[-1] if turn.added else None
     if last and last["role"] == "assistant":
         uses = [b for b in last["content"] if b.get("type") == "tool_use"]
         if uses:
-            _append_results(session, [], uses)
+            _append_results(turn, [], uses)
         return
     text = turn.partial_text.strip()
     note = "[interrupted by the person]"
-    session.messages.append({"role": "assistant", "content": [
+    turn.add({"role": "assistant", "content": [
         {"type": "text", "text": f"{text}\n\n{note}" if text else note}]})
 
 
-def _close_after_error(turn: _Turn) -> None:
+def _close_after_error(turn: TurnState) -> None:
     """Roll back a turn that never got an answer; otherwise close any dangling tool use."""
-    session = turn.session
     if not turn.got_response:
-        del session.messages[turn.start_len :]
+        turn.rollback()
         return
-    last = session.messages[-1]
+    last = turn.added[-1]
     if last["role"] == "assistant":
         uses = [b for b in last["content"] if b.get("type") == "tool_use"]
         if uses:
-            _append_results(session, [], uses)
+            _append_results(turn, [], uses)
 
 
-def build_record(turn: _Turn, answer: str, status: str) -> dict[str, Any]:
+def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
     """The turn record that the cell output carries (docs/architecture.md)."""
     session = turn.session
     rep = session.context_report()
@@ -383,4 +429,5 @@ def build_record(turn: _Turn, answer: str, status: str) -> dict[str, Any]:
         "requests": turn.requests,
         "memories_written": [{"file": f, "by": "agent"} for f in turn.memories_written],
         "events": turn.events_log,
+        "background": [],
     }

@@ -57,6 +57,7 @@ class AgentConfig:
     timeout: float = 600.0
     cell_output_cap: int = 2_000
     wait_for_prefetch: bool = False
+    log_transcript: bool = True
     cjk_trigger: bool = False
 
     def __post_init__(self) -> None:
@@ -95,6 +96,11 @@ class Session:
     turn_count: int = 0
     recall_override: str | None = None
     memory_override: bool | None = None
+    #: Objects with optional ``before_turn(turn)``, ``before_call(turn, round)`` and
+    #: ``after_turn(turn, result)`` methods, called by ``agent.run_turn`` in order.
+    hooks: list[Any] = field(default_factory=list)
+    #: Builds the SDK client; replaced to replay a recording or use another endpoint.
+    client_factory: Any = None
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser().resolve()
@@ -104,6 +110,12 @@ class Session:
         self._registry: Any = None
         self._tool_context: Any = None
         self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
+        self.log: Any = None
+        if self.config.log_transcript:
+            from .session_log import SessionLog
+
+            self.log = SessionLog(self)
+            self.hooks.insert(0, self.log)
         self.reload()
 
     # ------------------------------------------------------------------ memory
@@ -204,6 +216,15 @@ class Session:
         inst = self._instructions
         files = [*inst.files, *inst.activated]
         return [InstructionPart(str(f.path), f.scope, inst.render_block(f)) for f in files]
+
+    def make_client(self) -> Any:
+        """The model client for this session (``client_factory`` wins over the environment)."""
+        if self.client_factory is not None:
+            return self.client_factory()
+        from .agent import make_client
+
+        return make_client(self.env, max_retries=self.config.max_retries,
+                           timeout=self.config.timeout)
 
     # ------------------------------------------------------------------ recall
 

@@ -176,7 +176,7 @@ def test_run_python_denied_without_permission(fake_api, project):
         ("authentication", "credentials"),
         ("prompt_too_long", "%compact"),
         ("drop", "connection"),
-        ("garbage", "failed"),
+        ("garbage", "not valid JSON"),
     ],
 )
 def test_faults_give_clear_message_and_roll_back(fake_api, project, fault, words):
@@ -295,3 +295,33 @@ def test_no_model_configured_explains_how_to_connect(project, monkeypatch):
 
     with pytest.raises(NoModelConfigured, match="ANTHROPIC_API_KEY"):
         make_client({})
+
+
+def test_turns_are_mirrored_to_the_jsonl_log(fake_api, project):
+    from jupyter_memory.transcript import read_entries, rebuild_conversation
+
+    session = make_session(project)
+    fake_api.script([
+        Turn(tool_calls=[ToolCall("Glob", {"pattern": "*"})]),
+        Turn(text="No files yet."),
+        Turn(text="Second answer."),
+    ])
+    assert run_turn(session, "what files are there?").ok
+    assert run_turn(session, "and now?").ok
+    path = session.log.path
+    assert path.is_file() and (path.stat().st_mode & 0o777) == 0o600
+    assert path.parent.parent.name == "projects"
+    entries = read_entries(path)
+    assert [e["type"] for e in entries] == ["user", "assistant", "user", "assistant", "user",
+                                             "assistant"]
+    assert entries[1]["message"]["usage"]["output_tokens"] >= 0
+    rebuilt = rebuild_conversation(entries)
+    strip = [{"role": m["role"], "content": m["content"]} for m in session.messages]
+    assert [{"role": m["role"], "content": m["content"]} for m in rebuilt] == strip
+
+
+def test_rolled_back_turn_leaves_no_log(fake_api, project):
+    session = make_session(project)
+    fake_api.fail_next("api_error")
+    assert run_turn(session, "hello").status == "error"
+    assert not session.log.path.exists()

@@ -10,7 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 from traitlets import Bool, Enum, Int, Unicode, default
 
-from ..agent import NoModelConfigured, TurnEvents, make_client, run_turn
+from ..agent import NoModelConfigured, TurnEvents, run_turn
 from ..errors import JupyterMemoryError
 from ..models import default_model, default_small_model
 from ..session import PERMISSION_MODES, RECALL_MODES, AgentConfig
@@ -106,8 +106,7 @@ class Agent(Magics):
             return
         session = self.session()
         try:
-            client = make_client(max_retries=session.config.max_retries,
-                                 timeout=session.config.timeout)
+            client = session.make_client()
         except NoModelConfigured as exc:
             print(str(exc))
             return
@@ -122,7 +121,7 @@ class Agent(Magics):
             view.close()
             print(f"jupyter-memory: {exc}")
             return
-        view.finish(turn_bundle(result.record))
+        view.finish(turn_bundle(result.record), expect_notice=bool(result.record.get("background")))
         state_for(self.shell).last_agent_count = self._count()
 
     # ------------------------------------------------------------ helpers
@@ -174,11 +173,12 @@ class _StreamView:
     def __init__(self) -> None:
         self.text = ""
         self.handle: Any = None
+        self.notice_handle: Any = None
         self.last = 0.0
 
     def events(self) -> TurnEvents:
         return TurnEvents(on_text=self._on_text, on_tool_start=self._on_tool,
-                          on_status=self._on_status)
+                          on_status=self._on_status, on_notice=self._on_notice)
 
     def _show(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -203,11 +203,24 @@ class _StreamView:
         self.text += f"\n\n> {text}\n\n"
         self._show(force=True)
 
-    def finish(self, bundle: dict[str, Any]) -> None:
+    def finish(self, bundle: dict[str, Any], *, expect_notice: bool = False) -> None:
         if self.handle is None:
             display(bundle, raw=True)
         else:
             self.handle.update(bundle, raw=True)
+        if expect_notice and self.notice_handle is None:
+            # Reserve a spot in this cell for background work (extraction) to report into,
+            # even after the cell has finished running.
+            self.notice_handle = display({"text/plain": ""}, raw=True, display_id=True)
+
+    def _on_notice(self, text: str, payload: dict[str, Any]) -> None:
+        bundle = {"text/markdown": text, "text/plain": text}
+        if payload:
+            bundle["application/vnd.jupyter-memory.notice+json"] = payload
+        if self.notice_handle is None:
+            self.notice_handle = display(bundle, raw=True, display_id=True)
+        else:
+            self.notice_handle.update(bundle, raw=True)
 
     def close(self) -> None:
         if self.handle is not None:
