@@ -264,6 +264,7 @@ def run_turn(
     if error:
         turn.events_log.append({"kind": "error" if status == "error" else "warning", "text": error})
     record = build_record(turn, answer, status)
+    session.last_record = record
     result = TurnResult(status=status, answer=answer, record=record, error=error, usage=turn.usage)
     _hooks(session, "after_turn", turn, result)
     return result
@@ -407,6 +408,7 @@ def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
         "session_id": session.session_id,
         "turn": session.turn_count,
         "model": session.config.model,
+        "memdir": str(session.memdir) if session.memdir is not None else None,
         "status": status,
         "started": turn.started,
         "ended": _now(),

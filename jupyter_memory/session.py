@@ -101,6 +101,8 @@ class Session:
     hooks: list[Any] = field(default_factory=list)
     #: Builds the SDK client; replaced to replay a recording or use another endpoint.
     client_factory: Any = None
+    #: The record of the last finished turn (what ``%context`` shows recall decisions from).
+    last_record: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser().resolve()

@@ -169,7 +169,10 @@ def test_remember_refuses_credentials(ip, memdir):
 
 def test_context_magic_text_json_and_raw(ip, memdir):
     run(ip, '%%remember -t user -n role -d "senior analyst"\nSenior analyst, fluent in SQL.')
-    text = run(ip, "%context").outputs[0].data["text/plain"]
+    widget = run(ip, "%context").outputs[0].data
+    assert "text/html" in widget and "application/vnd.jupyter.widget-view+json" in widget
+    assert "autocompact" in widget["text/html"]
+    text = run(ip, "%context --text").outputs[0].data["text/plain"]
     for word in (
         "system",
         "tools",

@@ -24,14 +24,17 @@ class ContextMagics(Magics):
               help="Print the exact request body that would be sent next.")
     @argument("--count", action="store_true",
               help="Ask the endpoint's count-tokens API for the exact size (needs a model).")
-    @argument("--brief", action="store_true", help="Categories only, without per-file rows.")
+    @argument("--brief", action="store_true",
+              help="Plain text, categories only, without per-file rows.")
+    @argument("--text", action="store_true", help="Plain text instead of the widget.")
     @line_magic
     def context(self, line: str = "") -> Any:
         """Show what the next request to the model holds, by category, with budgets.
 
         Examples::
 
-            %context            # the budget: system, tools, instructions, index, ...
+            %context            # the budget as a widget: system, tools, instructions, ...
+            %context --text     # the same as plain text
             %context --json     # the same as JSON, for scripts
             %context --raw      # the exact request body
             %context --count    # exact size from the endpoint's count-tokens API
@@ -54,6 +57,13 @@ class ContextMagics(Magics):
             except NoModelConfigured as exc:
                 print(str(exc))
                 return None
+        if not (args.json or args.text or args.brief):
+            from ..widgets import show_context
+
+            record = getattr(session, "last_record", None) or {}
+            decisions = (record.get("recall") or {}).get("decisions") or None
+            show_context(session, counted_tokens=counted, decisions=decisions)
+            return None
         rep = session.context_report(counted_tokens=counted)
         if args.json:
             print(json.dumps(rep.to_json(), indent=2, ensure_ascii=False))

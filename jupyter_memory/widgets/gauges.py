@@ -1,0 +1,68 @@
+"""Budget gauges: how much of each memory and context budget is spent.
+
+Five meters: ``MEMORY.md`` lines (of 200) and characters (of 25,000), prefetched memory
+bytes this turn (of 20 KB) and this session (of 60 KB), and the tokens left before
+automatic compaction. Each writes its numbers and level in words beside the bar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..context import ContextReport
+from ._base import fallback_bundle
+from .data import Gauge, budget_gauges
+from .html import gauges_html, gauges_text
+from .style import esc
+
+__all__ = ["BudgetGauges"]
+
+_BAR_STYLE = {"ok": "info", "near": "warning", "over": "danger"}
+_WORDS = {"ok": "", "near": " — near the limit", "over": " — over the limit"}
+
+
+class BudgetGauges(widgets.VBox):
+    """One labelled progress bar per :class:`~jupyter_memory.widgets.data.Gauge`."""
+
+    def __init__(self, gauges: Sequence[Gauge], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gauges: list[Gauge] = list(gauges)
+        self.bars: dict[str, widgets.FloatProgress] = {}
+        rows: list[widgets.Widget] = [widgets.HTML("<b>Budgets</b>")]
+        for g in self.gauges:
+            bar = widgets.FloatProgress(
+                value=min(100.0, 100.0 * g.fraction), min=0.0, max=100.0,
+                bar_style=_BAR_STYLE[g.level], layout=widgets.Layout(width="220px"),
+            )
+            self.bars[g.key] = bar
+            words = widgets.HTML(
+                f"{g.value:,} / {g.limit:,} {esc(g.unit)} ({100 * g.fraction:.1f}%)"
+                f"{_WORDS[g.level]}" + (f" <i>{esc(g.note)}</i>" if g.note else "")
+            )
+            label = widgets.Label(g.label, layout=widgets.Layout(width="250px"))
+            rows.append(widgets.HBox([label, bar, words]))
+        self.children = rows
+
+    @classmethod
+    def for_report(cls, report: ContextReport,
+                   messages: Sequence[Mapping[str, Any]] = ()) -> BudgetGauges:
+        """The gauges of a context report and the conversation it was made from."""
+        return cls(budget_gauges(report, messages))
+
+    def gauge(self, key: str) -> Gauge:
+        for g in self.gauges:
+            if g.key == key:
+                return g
+        raise KeyError(f"no gauge {key!r}; the gauges are {', '.join(g.key for g in self.gauges)}")
+
+    def static_html(self) -> str:
+        return gauges_html(self.gauges)
+
+    def static_text(self) -> str:
+        return gauges_text(self.gauges)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return fallback_bundle(self, self.static_html(), self.static_text(), **kwargs)
