@@ -474,3 +474,37 @@ def _index(ctx: Context) -> int:
     if not ctx.json and not loaded.text:
         ctx.err(f"{ctx.store.index_path} is empty or missing.")
     return EXIT_OK
+
+
+@command(
+    "context",
+    "Show the next request exactly as it would be sent, with its token breakdown.",
+    arg("--raw", action="store_true", help="print the exact request body as JSON"),
+    arg("--model", help="the model to budget for (default: $JUPYTER_MEMORY_MODEL)"),
+    arg("--mode", choices=("index", "prefetch"), help="recall mode (default: index)"),
+    arg("--count", action="store_true",
+        help="ask the endpoint's count-tokens API for the exact size (needs a model)"),
+)
+def _context(ctx: Context) -> int:
+    from .context import render_text
+    from .session import AgentConfig, Session
+
+    overrides: dict[str, Any] = {}
+    if ctx.args.model:
+        overrides["model"] = ctx.args.model
+    if ctx.args.mode:
+        overrides["recall_mode"] = ctx.args.mode
+    config = AgentConfig.from_env(ctx.env, log_transcript=False, **overrides)
+    session = Session(ctx.project or Path.cwd(), config=config, env=ctx.env)
+    assembled = session.assemble()
+    if ctx.args.raw:
+        ctx.out(json.dumps(assembled.body, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    counted = None
+    if ctx.args.count:
+        from .tokens import count_tokens_remote
+
+        counted = count_tokens_remote(session.make_client(), assembled.body)
+    report = session.context_report(counted_tokens=counted)
+    ctx.emit({**report.to_json(), "request": assembled.body}, render_text(report))
+    return EXIT_OK

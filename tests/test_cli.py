@@ -269,3 +269,35 @@ def test_module_entry_point(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr
+
+
+def test_context_command_text_json_and_raw(tmp_path, monkeypatch):
+    import io as _io
+    import json as _json
+
+    from jupyter_memory.cli import main as cli_main
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "CLAUDE.md").write_text("Use polars.\n")
+    env = {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "JUPYTER_MEMORY_DIR": str(tmp_path / "mem")}
+    out = _io.StringIO()
+    assert cli_main(["add", "--project", str(project), "--name", "cents", "--description",
+                     "revenue is in cents", "--type", "project", "--body", "Cents."],
+                    env=env, stdout=out, stderr=_io.StringIO()) == 0
+    out = _io.StringIO()
+    assert cli_main(["context", "--project", str(project), "--model", "claude-haiku-4-5"],
+                    env=env, stdout=out, stderr=_io.StringIO()) == 0
+    text = out.getvalue()
+    assert "claude-haiku-4-5" in text and "autocompact 167,000" in text and "CLAUDE.md" in text
+    out = _io.StringIO()
+    cli_main(["context", "--project", str(project), "--json"], env=env, stdout=out,
+             stderr=_io.StringIO())
+    data = _json.loads(out.getvalue())
+    assert data["index"]["lines"] == 1 and data["request"]["messages"][0]["role"] == "user"
+    out = _io.StringIO()
+    cli_main(["context", "--project", str(project), "--raw", "--mode", "prefetch"], env=env,
+             stdout=out, stderr=_io.StringIO())
+    body = _json.loads(out.getvalue())
+    assert "revenue is in cents" not in out.getvalue() and body["system"]
