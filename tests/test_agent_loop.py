@@ -325,3 +325,71 @@ def test_rolled_back_turn_leaves_no_log(fake_api, project):
     fake_api.fail_next("api_error")
     assert run_turn(session, "hello").status == "error"
     assert not session.log.path.exists()
+
+
+def test_slow_stream_still_completes(fake_api, project):
+    session = make_session(project)
+    fake_api.script([Turn(text="slow but sure")])
+    fake_api.fail_next(Fault("slow", delay=0.02))
+    result = run_turn(session, "take your time")
+    assert result.ok and result.answer == "slow but sure"
+
+
+def test_reference_mode_agent_writes_topic_file_then_index(fake_api, project):
+    """With maintain_index off (the reference), the agent does both steps itself."""
+    session = make_session(project)
+    memdir = session.memdir
+    topic = ("---\nname: fiscal-year\ndescription: the fiscal year starts on 1 April\n"
+             "type: project\n---\nFiscal year starts 1 April.\n")
+    fake_api.script([
+        Turn(tool_calls=[ToolCall("Write", {"file_path": str(memdir / "project_fiscal_year.md"),
+                                             "content": topic})]),
+        Turn(tool_calls=[ToolCall("Write", {
+            "file_path": str(memdir / "MEMORY.md"),
+            "content": "- [Fiscal year](project_fiscal_year.md) — starts 1 April\n"})]),
+        Turn(text="Saved."),
+    ])
+    assert run_turn(session, "Remember the fiscal year starts in April.").ok
+    assert (memdir / "MEMORY.md").read_text().startswith("- [Fiscal year](project_fiscal_year.md)")
+    assert session.store.get("fiscal-year").indexed
+
+
+def test_orphan_stays_invisible_in_reference_mode(fake_api, project):
+    """Step 2 forgotten: the topic file exists but the index never mentions it."""
+    session = make_session(project)
+    memdir = session.memdir
+    fake_api.script([
+        Turn(tool_calls=[ToolCall("Write", {
+            "file_path": str(memdir / "project_ghost.md"),
+            "content": "---\nname: ghost\ndescription: a ghost memory\ntype: project\n---\nBoo.\n"})]),
+        Turn(text="Saved."),
+    ])
+    assert run_turn(session, "remember boo").ok
+    assert not session.store.get("ghost").indexed
+    session.refresh_context()
+    context = session.assemble().body["messages"][0]["content"][0]["text"]
+    assert "MEMORY.md" in context and "project_ghost.md" not in context
+
+
+def test_messages0_holds_instruction_tree_in_scope_order(project, tmp_path, monkeypatch):
+    home = Path(os.environ["CLAUDE_CONFIG_DIR"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "CLAUDE.md").write_text("USER-RULE\n")
+    parent = project.parent
+    (parent / "CLAUDE.md").write_text("ANCESTOR-RULE\n")
+    (project / "CLAUDE.md").write_text("PROJECT-RULE\n@./extra.md\n@./missing.md\n")
+    (project / "extra.md").write_text("IMPORTED-RULE\n@./CLAUDE.md\n")
+    (project / "CLAUDE.local.md").write_text("LOCAL-RULE\n<!-- hidden -->\n")
+    rules = project / ".claude" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "style.md").write_text("RULE-ALWAYS\n")
+    (rules / "sql.md").write_text("---\npaths: ['**/*.sql']\n---\nRULE-SQL\n")
+    session = make_session(project)
+    context = session.assemble().body["messages"][0]["content"][0]["text"]
+    order = [context.index(w) for w in ("USER-RULE", "ANCESTOR-RULE", "PROJECT-RULE",
+                                        "IMPORTED-RULE", "LOCAL-RULE", "RULE-ALWAYS")]
+    assert order == sorted(order)
+    assert "RULE-SQL" not in context and "hidden" not in context
+    assert context.count("PROJECT-RULE") == 1  # the import cycle did not repeat it
+    assert f"Contents of {home / 'CLAUDE.md'}" in context
+    assert str(project / "CLAUDE.local.md") in context

@@ -219,3 +219,9 @@ def test_magics_document_themselves(ip):
         magic = ip.find_magic(name, kind)
         assert magic is not None
         assert "Example" in magic.__doc__ or "Usage" in magic.__doc__
+
+
+def test_context_count_uses_the_count_tokens_endpoint(ip, fake_api):
+    data = json.loads(run(ip, "%context --count --json").stdout)
+    assert data["source"] == "count_tokens"
+    assert any(r.path == "/v1/messages/count_tokens" for r in fake_api.requests)
