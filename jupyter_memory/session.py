@@ -58,6 +58,10 @@ class AgentConfig:
     cell_output_cap: int = 2_000
     wait_for_prefetch: bool = False
     log_transcript: bool = True
+    extraction: bool = True
+    extraction_every: int = 1
+    extraction_share_tools: bool = False
+    approval_mode: bool = False
     cjk_trigger: bool = False
 
     def __post_init__(self) -> None:
@@ -118,6 +122,9 @@ class Session:
 
             self.log = SessionLog(self)
             self.hooks.insert(0, self.log)
+        from .extraction import ExtractionHook
+
+        self.hooks.append(ExtractionHook(self))
         self.reload()
 
     # ------------------------------------------------------------------ memory

@@ -562,6 +562,8 @@ class MemoryStore:
             changes: dict[str, Any] = {"modified": _now_iso()}
             if self.mark_provenance:
                 changes[PROVENANCE_FIELD] = self._provenance(provenance)
+                if self.session_id and not path.exists() and doc.get("originSessionId") is None:
+                    changes["originSessionId"] = self.session_id
             final = frontmatter.update(text, changes)
         check_no_secrets(final, f"memory {rel}")
         with self.writing():

@@ -48,6 +48,9 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # The background extraction agent sends its own model request after eligible turns;
+    # tests that script the model switch it on explicitly (tests/test_extraction.py).
+    monkeypatch.setenv("JUPYTER_MEMORY_EXTRACTION", "0")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "test")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.invalid")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "test")

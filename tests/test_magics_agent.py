@@ -151,7 +151,7 @@ def test_remember_and_memory_table(ip, memdir):
     assert "Saved" in cap.stdout
     files = [p.name for p in memdir.glob("*.md")]
     assert "MEMORY.md" in files and len(files) == 2
-    table = run(ip, "%memory").outputs[0].data["text/plain"]
+    table = run(ip, "%memory list").outputs[0].data["text/plain"]
     assert "revenue-in-cents" in table and "project" in table
     data = json.loads(run(ip, "%memory list --json").stdout)
     assert data[0]["name"] == "revenue-in-cents" and data[0]["indexed"] is True
@@ -225,3 +225,10 @@ def test_context_count_uses_the_count_tokens_endpoint(ip, fake_api):
     data = json.loads(run(ip, "%context --count --json").stdout)
     assert data["source"] == "count_tokens"
     assert any(r.path == "/v1/messages/count_tokens" for r in fake_api.requests)
+
+
+def test_bare_memory_opens_the_browser_widget(ip, memdir):
+    run(ip, '%%remember -t project -n cents -d "revenue in cents"\nRevenue is cents.')
+    data = run(ip, "%memory").outputs[0].data
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert "revenue in cents" in data["text/html"] and "cents" in data["text/plain"]

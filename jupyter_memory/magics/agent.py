@@ -1,8 +1,18 @@
-"""``%%agent`` / ``%agent``: a turn of the agent, streamed into the cell."""
+"""``%%agent`` / ``%agent``: a turn of the agent, streamed into the cell.
+
+The line form also takes a few subcommands, recognised only when the first word is one
+of them and the rest fits its arguments (otherwise the line is a prompt, so
+``%agent resume the analysis of last week`` is still a question):
+``%agent resume [PATH]``, ``%agent record [FILE|off]``, ``%agent replay [FILE|off]``,
+``%agent status``. ``%agent -- TEXT`` always sends TEXT as a prompt.
+"""
 
 from __future__ import annotations
 
+import os
+import shlex
 import time
+from pathlib import Path
 from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -10,9 +20,11 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 from traitlets import Bool, Enum, Int, Unicode, default
 
+from .. import record
 from ..agent import NoModelConfigured, TurnEvents, run_turn
 from ..errors import JupyterMemoryError
 from ..models import default_model, default_small_model
+from ..resume import ResumeError, has_turn_records, notebook_for, resume_session
 from ..session import PERMISSION_MODES, RECALL_MODES, AgentConfig
 from ..tools import console_prompt
 from .render import tool_line, turn_bundle
@@ -20,6 +32,23 @@ from .state import session_for, state_for
 
 #: How often the streaming view is redrawn, in seconds.
 REDRAW_EVERY = 0.25
+
+#: Subcommands of the line magic and how many arguments each takes (min, max).
+SUBCOMMANDS = {"resume": (0, 1), "record": (0, 1), "replay": (0, 1), "status": (0, 0)}
+
+
+def parse_subcommand(line: str) -> tuple[str, list[str]] | None:
+    """``(name, args)`` when ``line`` is a subcommand, None when it is a prompt."""
+    try:
+        words = shlex.split(line)
+    except ValueError:  # an unbalanced quote: people's prose, not a command
+        return None
+    if not words or words[0] not in SUBCOMMANDS:
+        return None
+    low, high = SUBCOMMANDS[words[0]]
+    if not low <= len(words) - 1 <= high:
+        return None
+    return words[0], words[1:]
 
 
 @magics_class
@@ -51,9 +80,31 @@ class Agent(Magics):
         "does not, so an answer without tools misses them)."
     ).tag(config=True)
     agents_md = Bool(False, help="Also read AGENTS.md files as instructions.").tag(config=True)
+    extraction = Bool(
+        True, help="After a turn whose answer used no tool, let a restricted background "
+        "agent save durable facts as memories."
+    ).tag(config=True)
+    extraction_every = Int(1, help="Run extraction every N eligible turns.").tag(config=True)
+    extraction_share_tools = Bool(
+        False, help="Send the extraction agent the full tool list (shares the cached prefix; "
+        "the tool layer still refuses everything outside its sandbox)."
+    ).tag(config=True)
+    approval_mode = Bool(
+        False, help="Extracted memories wait in a pending area until you accept them "
+        "(%memory pending)."
+    ).tag(config=True)
     cell_output_cap = Int(
         2000, help="Characters of each code cell's output passed to the agent."
     ).tag(config=True)
+    auto_resume = Bool(
+        True, help="After a kernel restart, the first agent turn continues the conversation "
+        "saved in the notebook's agent cells (cells above the one being run)."
+    ).tag(config=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._resume_checked: Any = None
+        self._env_replay_done = False
 
     @default("model")
     def _default_model(self) -> str:
@@ -75,11 +126,20 @@ class Agent(Magics):
             extra_instruction_names=("AGENTS.md",) if self.agents_md else (),
             cell_output_cap=self.cell_output_cap,
             cjk_trigger=self.cjk_trigger,
+            extraction=self.extraction,
+            extraction_every=self.extraction_every,
+            extraction_share_tools=self.extraction_share_tools,
+            approval_mode=self.approval_mode,
             wait_for_prefetch=self.wait_for_prefetch,
         )
 
     def session(self) -> Any:
-        return session_for(self.shell, self.agent_config())
+        session = session_for(self.shell, self.agent_config())
+        if not self._env_replay_done and os.environ.get(record.REPLAY_ENV):
+            self._env_replay_done = True
+            self._start_replay(session, os.environ[record.REPLAY_ENV], from_env=True)
+            session = session_for(self.shell, self.agent_config())
+        return session
 
     @magic_arguments()
     @argument("prompt", nargs="*", help="What to ask (line form); the cell body otherwise.")
@@ -96,7 +156,27 @@ class Agent(Magics):
 
         Code cells you ran since the last agent turn are passed along so the agent
         knows what you did. Settings: ``%config Agent`` (model, permission_mode, ...).
+
+        Sessions (line form only; anything else on the line is a prompt)::
+
+            %agent resume [PATH]       # continue the conversation saved in the notebook
+                                       # (default) or in a session log (.jsonl)
+            %agent record [FILE|off]   # keep every model exchange in FILE (default:
+                                       # <notebook>.recording.json beside the notebook)
+            %agent replay [FILE|off]   # answer from a recording: no key, no network
+            %agent status              # session, conversation, log, recording
+            %agent -- resume my work   # a prompt that starts with a subcommand's name
+
+        After a kernel restart the first agent turn resumes from the saved notebook by
+        itself (``%config Agent.auto_resume = False`` to start fresh instead).
         """
+        if cell is None:
+            sub = parse_subcommand(line)
+            if sub is not None:
+                self._subcommand(*sub)
+                return
+            if line.lstrip().startswith("-- "):
+                line = line.lstrip()[3:]
         prompt = (cell if cell is not None else line).strip()
         if cell is not None and line.strip():
             prompt = f"{line.strip()}\n{cell}".strip()
@@ -105,6 +185,7 @@ class Agent(Magics):
                   "message in the cell body.")
             return
         session = self.session()
+        self._maybe_auto_resume(session, line, cell)
         try:
             client = session.make_client()
         except NoModelConfigured as exc:
@@ -121,8 +202,146 @@ class Agent(Magics):
             view.close()
             print(f"jupyter-memory: {exc}")
             return
+        controller = record.controller(session)
+        problem = controller.take_new_mismatch() if isinstance(controller, record.Replayer) else None
+        if problem is not None:
+            view.close()
+            state_for(self.shell).last_agent_count = self._count()
+            raise record.ReplayMismatch(problem)
         view.finish(turn_bundle(result.record), expect_notice=bool(result.record.get("background")))
         state_for(self.shell).last_agent_count = self._count()
+
+    # ------------------------------------------------------------ sessions
+
+    def _subcommand(self, name: str, args: list[str]) -> None:
+        session = self.session()
+        if name == "status":
+            print(self._status(session))
+        elif name == "resume":
+            self._resume(session, args[0] if args else None)
+        elif name == "record":
+            self._record(session, args[0] if args else None)
+        else:
+            self._replay(session, args[0] if args else None)
+
+    def _resume(self, session: Any, path: str | None) -> None:
+        current = record.controller(session)
+        if current is not None:
+            kind = current.kind
+            print(f"jupyter-memory: a {kind} is running; resume first, then start it "
+                  f"(%agent {kind} off, %agent resume, %agent {kind}).")
+            return
+        try:
+            resumed = resume_session(session, path, user_ns=self.shell.user_ns)
+        except ResumeError as exc:
+            print(f"jupyter-memory: {exc}")
+            return
+        self._resume_checked = session
+        state_for(self.shell).last_agent_count = self._count()
+        print(resumed.describe())
+        for note in resumed.notes:
+            print(f"Note: {note}.")
+
+    def _record(self, session: Any, target: str | None) -> None:
+        current = record.controller(session)
+        if target == "off":
+            if isinstance(current, record.Recorder):
+                current.stop()
+                print(f"Stopped recording; {current.status().removeprefix('recording to ')}.")
+            else:
+                print("Nothing is being recorded.")
+            return
+        if os.environ.get(record.REPLAY_ENV):
+            name = current.recording.path.name if current is not None else os.environ[record.REPLAY_ENV]
+            print(f"{record.REPLAY_ENV} is set: replaying {name} instead of recording.")
+            return
+        path = self._path_arg(session, target)
+        record.start_recording(session, path)
+        print(f"Recording every model exchange to {self._shown(path)}; replay it with "
+              f"%agent replay {self._shown(path)}.")
+
+    def _replay(self, session: Any, target: str | None) -> None:
+        if target == "off":
+            current = record.controller(session)
+            if isinstance(current, record.Replayer):
+                current.stop()
+                print("Stopped replaying; model calls go to the live endpoint again.")
+            else:
+                print("Nothing is being replayed.")
+            return
+        self._start_replay(session, self._path_arg(session, target))
+
+    def _start_replay(self, session: Any, path: str | Path, *, from_env: bool = False) -> None:
+        replayer = record.start_replay(session, path)
+        data = replayer.recording.data
+        if data.get("model"):
+            self.model = data["model"]
+        if data.get("small_model"):
+            self.small_model = data["small_model"]
+        self._resume_checked = session
+        count = len(replayer.recording.exchanges)
+        how = f" ({record.REPLAY_ENV})" if from_env else ""
+        print(f"Replaying {count} recorded model exchange{'s' if count != 1 else ''} from "
+              f"{self._shown(Path(path))}{how}: no key or network needed.")
+
+    def _path_arg(self, session: Any, target: str | None) -> Path:
+        if target:
+            return Path(target).expanduser()
+        notebook = notebook_for(session, self.shell.user_ns)
+        return record.default_recording_path(notebook, Path(os.getcwd()))
+
+    @staticmethod
+    def _shown(path: Path) -> str:
+        """The path as short as it can be (relative to the working folder if inside it)."""
+        try:
+            return str(Path(path).resolve().relative_to(Path(os.getcwd()).resolve()))
+        except ValueError:
+            return str(path)
+
+    def _status(self, session: Any) -> str:
+        log = getattr(session, "log", None)
+        notebook = notebook_for(session, self.shell.user_ns)
+        controller = record.controller(session)
+        memdir = session.memdir
+        lines = [
+            f"Session {session.session_id}: {session.turn_count} turns, "
+            f"{len(session.messages)} messages in the conversation",
+            f"Model: {session.config.model}",
+            f"Notebook: {notebook or 'unknown'}",
+            f"Project: {session.project_root}",
+            f"Memory: {memdir if memdir is not None else 'off'}",
+            f"Log: {log.path if log is not None and log in session.hooks else 'not written'}",
+            f"Recording: {controller.status() if controller is not None else 'off'}",
+            f"Auto-resume: {'on' if self.auto_resume else 'off'}",
+        ]
+        return "\n".join(lines)
+
+    def _maybe_auto_resume(self, session: Any, line: str, cell: str | None) -> None:
+        """On a fresh kernel's first turn, continue the conversation the notebook holds."""
+        if not self.auto_resume or self._resume_checked is session:
+            return
+        self._resume_checked = session
+        if session.turn_count or session.messages or record.controller(session) is not None:
+            return
+        path = notebook_for(session, self.shell.user_ns)
+        if path is None or not path.is_file() or not has_turn_records(path):
+            return
+        try:
+            resumed = resume_session(session, path, before_source=self._current_source(line, cell))
+        except ResumeError as exc:
+            print(f"jupyter-memory: could not resume from the notebook: {exc}")
+            return
+        if resumed.messages:
+            print(f"{resumed.describe()} (%config Agent.auto_resume = False to start fresh)")
+
+    def _current_source(self, line: str, cell: str | None) -> str:
+        """The raw text of the cell being run, as the notebook file stores it."""
+        raw = getattr(getattr(self.shell, "history_manager", None), "input_hist_raw", None)
+        if raw:
+            return str(raw[-1])
+        if cell is None:
+            return f"%agent {line}"
+        return f"%%agent {line}".rstrip() + "\n" + cell
 
     # ------------------------------------------------------------ helpers
 
