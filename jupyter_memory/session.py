@@ -62,6 +62,9 @@ class AgentConfig:
     extraction_every: int = 1
     extraction_share_tools: bool = False
     approval_mode: bool = False
+    auto_compact: bool = True
+    microcompact_idle_minutes: float = 60.0
+    session_memory: bool = True
     cjk_trigger: bool = False
 
     def __post_init__(self) -> None:
@@ -125,6 +128,9 @@ class Session:
         from .extraction import ExtractionHook
 
         self.hooks.append(ExtractionHook(self))
+        from .compaction import install as install_compaction
+
+        install_compaction(self)
         self.reload()
 
     # ------------------------------------------------------------------ memory

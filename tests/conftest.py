@@ -51,6 +51,8 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     # The background extraction agent sends its own model request after eligible turns;
     # tests that script the model switch it on explicitly (tests/test_extraction.py).
     monkeypatch.setenv("JUPYTER_MEMORY_EXTRACTION", "0")
+    # Likewise the session-memory notes, refreshed by the small model in the background.
+    monkeypatch.setenv("JUPYTER_MEMORY_SESSION_MEMORY", "0")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "test")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.invalid")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "test")

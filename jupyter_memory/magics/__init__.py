@@ -2,7 +2,7 @@
 
 One Magics class per command family (as jupysql does): ``Agent`` (``%%agent``,
 ``%agent``), ``ContextMagics`` (``%context``), ``MemoryMagics`` (``%memory``,
-``%%remember``). Settings live as traitlets on ``Agent`` so ``%config Agent`` lists
+``%%remember``), ``CompactMagics`` (``%compact``). Settings live as traitlets on ``Agent`` so ``%config Agent`` lists
 and changes them.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 def load_ipython_extension(ipython: Any) -> None:
     from .agent import Agent
+    from .compact import CompactMagics
     from .context import ContextMagics
     from .memory import MemoryMagics
 
@@ -21,6 +22,7 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(agent)
     ipython.register_magics(ContextMagics(shell=ipython, agent=agent))
     ipython.register_magics(MemoryMagics(shell=ipython, agent=agent))
+    ipython.register_magics(CompactMagics(shell=ipython, agent=agent))
     if agent not in ipython.configurables:
         ipython.configurables.append(agent)
     cleanup = ipython.input_transformers_cleanup

@@ -18,7 +18,7 @@ from typing import Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Bool, Enum, Int, Unicode, default
+from traitlets import Bool, Enum, Float, Int, Unicode, default
 
 from .. import record
 from ..agent import NoModelConfigured, TurnEvents, run_turn
@@ -93,6 +93,18 @@ class Agent(Magics):
         False, help="Extracted memories wait in a pending area until you accept them "
         "(%memory pending)."
     ).tag(config=True)
+    auto_compact = Bool(
+        True, help="Compact the conversation automatically before a request that would "
+        "pass the autocompact level."
+    ).tag(config=True)
+    microcompact_idle_minutes = Float(
+        60.0, help="Clear old tool outputs when the agent has been idle this long (the "
+        "prompt cache is cold anyway)."
+    ).tag(config=True)
+    session_memory = Bool(
+        True, help="Keep rolling session notes in the background; compaction uses them "
+        "first, with no model call."
+    ).tag(config=True)
     cell_output_cap = Int(
         2000, help="Characters of each code cell's output passed to the agent."
     ).tag(config=True)
@@ -130,6 +142,9 @@ class Agent(Magics):
             extraction_every=self.extraction_every,
             extraction_share_tools=self.extraction_share_tools,
             approval_mode=self.approval_mode,
+            auto_compact=self.auto_compact,
+            microcompact_idle_minutes=self.microcompact_idle_minutes,
+            session_memory=self.session_memory,
             wait_for_prefetch=self.wait_for_prefetch,
         )
 

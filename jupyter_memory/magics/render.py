@@ -16,13 +16,28 @@ _TOOL_RESULT_PREVIEW = 1_500
 
 
 def markdown_to_html(text: str) -> str:
-    """Markdown rendered with mistune (shipped with Jupyter), else shown preformatted."""
-    try:
-        import mistune
+    """Markdown rendered with mistune (shipped with Jupyter), else shown preformatted.
 
-        return str(mistune.html(text))
+    Raw HTML in the text is escaped, never passed through: answers and summaries are
+    model output that a poisoned memory or file could steer, and a freshly executed
+    notebook's HTML output is trusted by JupyterLab.
+    """
+    try:
+        return str(_markdown()(text))
     except Exception:  # mistune missing or failing: a plain, still legible fallback
         return f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
+
+
+_RENDERER: Any = None
+
+
+def _markdown() -> Any:
+    global _RENDERER
+    if _RENDERER is None:
+        import mistune
+
+        _RENDERER = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
+    return _RENDERER
 
 
 def _short_input(data: Any, limit: int = 120) -> str:
@@ -36,6 +51,10 @@ def tool_line(name: str, data: Any) -> str:
 
 def turn_markdown(record: dict[str, Any]) -> str:
     parts = []
+    if record.get("compactions"):
+        from .compact import compaction_text
+
+        parts.extend(compaction_text(item) for item in record["compactions"])
     calls = record.get("tool_calls") or []
     if calls:
         lines = [f"- {'⚠ ' if c.get('is_error') else ''}{tool_line(c['name'], c.get('input'))}"
@@ -87,8 +106,18 @@ def turn_html(record: dict[str, Any]) -> str:
     footer = markdown_to_html(_footer(record))
     return (
         "<div class='jupyter-memory-turn'>"
-        + "".join(rows) + answer + events + footer + "</div>"
+        + _compactions_html(record) + "".join(rows) + answer + events + footer + "</div>"
     )
+
+
+def _compactions_html(record: dict[str, Any]) -> str:
+    """Automatic compactions of the turn: the boundary and the folded summary."""
+    items = record.get("compactions") or []
+    if not items:
+        return ""
+    from .compact import compaction_html
+
+    return "".join(compaction_html(item) for item in items)
 
 
 def turn_bundle(record: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,132 @@
+"""``%compact`` in a real IPython shell: the boundary output, instructions, micro, undo."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from jupyter_memory.compaction import CLEARED_MARKER, SUMMARY_REQUEST_HEAD, SUMMARY_SECTIONS
+from jupyter_memory.magics import load_ipython_extension
+from jupyter_memory.magics.compact import COMPACTION_MIME, CompactMagics, parse_line
+from jupyter_memory.magics.state import forget_state, state_for
+from jupyter_memory.testing.fake_api import ToolCall, Turn
+
+SUMMARY = ("<analysis>private notes</analysis>\n<summary>\n1. Primary request and intent: "
+           "count the **rows**.\n</summary>")
+
+
+@pytest.fixture(scope="session")
+def shell(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
+    from traitlets.config import Config
+
+    os.environ["IPYTHONDIR"] = str(tmp_path_factory.mktemp("ipython"))
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    return InteractiveShell.instance(config=config)
+
+
+@pytest.fixture
+def ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
+    monkeypatch.chdir(project)
+    forget_state(shell)
+    load_ipython_extension(shell)
+    agent = shell.magics_manager.registry["Agent"]
+    shell.register_magics(CompactMagics(shell=shell, agent=agent))
+    shell.run_line_magic("config", "Agent.model = 'claude-haiku-4-5'")
+    shell.run_line_magic("config", "Agent.permission_mode = 'ask'")
+    yield shell
+    forget_state(shell)
+
+
+def run(shell: InteractiveShell, code: str):
+    with capture_output() as cap:
+        result = shell.run_cell(code, store_history=True)
+    result.raise_error()
+    return cap
+
+
+def session_of(shell: InteractiveShell):
+    return state_for(shell).session
+
+
+def is_summary(body: dict) -> bool:
+    return SUMMARY_REQUEST_HEAD in json.dumps(body["messages"][-1])
+
+
+def test_parse_line_keeps_instructions_verbatim():
+    assert parse_line("") == (set(), "")
+    assert parse_line("--micro") == ({"--micro"}, "")
+    assert parse_line("--status --json") == ({"--status", "--json"}, "")
+    assert parse_line("keep the user's numbers --micro") == (set(), "keep the user's numbers --micro")
+    with pytest.raises(ValueError, match="--bogus"):
+        parse_line("--bogus")
+
+
+def test_compact_shows_boundary_folded_summary_and_undo(ip, fake_api):
+    fake_api.script([Turn(text="There are 3 rows."), Turn(text=SUMMARY, expect=is_summary)])
+    run(ip, "%agent How many rows?")
+    before = list(session_of(ip).messages)
+    cap = run(ip, "%compact keep the user's numbers")
+    [out] = [o.data for o in cap.outputs if COMPACTION_MIME in o.data]
+    assert {"text/html", "text/plain"} <= set(out)
+    record = out[COMPACTION_MIME]
+    assert record["trigger"] == "manual" and record["method"] == "model"
+    html = out["text/html"]
+    assert f"<b>{record['pre_tokens']:,}</b> → <b>{record['post_tokens']:,}</b>" in html
+    assert "<details><summary>Summary" in html and "<strong>rows</strong>" in html
+    assert "%compact --undo" in html and "private notes" not in html
+    assert "→" in out["text/plain"] and "%compact --undo" in out["text/plain"]
+
+    prompt = json.dumps(fake_api.requests[-1].body["messages"][-1])
+    assert "keep the user's numbers" in prompt
+    assert all(name in prompt for name in SUMMARY_SECTIONS)
+
+    assert session_of(ip).messages[0]["_meta"]["kind"] == "compact_summary"
+    cap = run(ip, "%compact --undo")
+    assert "Restored the conversation" in cap.stdout + str(cap.outputs[0].data)
+    assert all(a is b for a, b in zip(session_of(ip).messages, before, strict=True))
+    assert len(session_of(ip).messages) == len(before)
+
+
+def test_cell_form_takes_instructions_from_the_body(ip, fake_api):
+    fake_api.script([Turn(text="ok"), Turn(text=SUMMARY, expect=is_summary)])
+    run(ip, "%agent hello")
+    run(ip, "%%compact\nFocus on the chart colours.")
+    assert "Focus on the chart colours." in json.dumps(fake_api.requests[-1].body["messages"][-1])
+
+
+def test_micro_clears_old_tool_outputs(ip, fake_api):
+    for i in range(7):
+        Path(f"f{i}.txt").write_text(f"file {i}\n")
+    fake_api.script([
+        Turn(tool_calls=[ToolCall("Read", {"file_path": f"f{i}.txt"}) for i in range(7)]),
+        Turn(text="read"),
+    ])
+    run(ip, "%config Agent.permission_mode = 'allow'")
+    run(ip, "%agent read them")
+    cap = run(ip, "%compact --micro")
+    assert "Cleared 2 old tool outputs" in cap.outputs[0].data["text/plain"]
+    assert json.dumps(session_of(ip).messages).count(CLEARED_MARKER) == 2
+    cap = run(ip, "%compact --micro")
+    assert "Nothing to clear" in cap.stdout
+
+
+def test_messages_for_nothing_to_do_and_bad_options(ip):
+    assert "nothing to compact" in run(ip, "%compact").stdout
+    assert "no compaction to undo" in run(ip, "%compact --undo").stdout
+    assert "unknown option --bogus" in run(ip, "%compact --bogus").stdout
+
+
+def test_status_lists_levels(ip):
+    out = run(ip, "%compact --status").stdout
+    assert "autocompact 167,000" in out and "blocking 177,000" in out
+    data = json.loads(run(ip, "%compact --status --json").stdout)
+    assert data["thresholds"]["effective"] == 180_000 and data["breaker_open"] is False
