@@ -25,6 +25,8 @@ from .session import Session
 from .tokens import Usage
 
 TURN_MIME = "application/vnd.jupyter-memory.turn+json"
+#: Longest wait for prefetched memories before the first call (``wait_for_prefetch``).
+PREFETCH_WAIT_SECONDS = 60.0
 RECORD_VERSION = 1
 
 
@@ -308,7 +310,7 @@ def _consume_prefetch(turn: TurnState, *, first_call: bool) -> None:
     if first_call:
         if not turn.session.config.wait_for_prefetch:
             return
-        prefetch.wait()
+        prefetch.wait(timeout=PREFETCH_WAIT_SECONDS)
     for message in prefetch.take_messages():
         turn.add(message)
 
@@ -398,6 +400,20 @@ def _close_after_error(turn: TurnState) -> None:
             _append_results(turn, [], uses)
 
 
+def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
+    """Why each memory was or was not in this turn (SPEC §11), and the selector call."""
+    if session.memdir is None:
+        return {"mode": session.recall_mode, "decisions": [], "selector": None}
+    from .recall import explain
+
+    prefetch = turn.prefetch
+    return {
+        "mode": session.recall_mode,
+        "decisions": explain(session, prefetch),
+        "selector": prefetch.to_json() if prefetch is not None else None,
+    }
+
+
 def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
     """The turn record that the cell output carries (docs/architecture.md)."""
     session = turn.session
@@ -416,10 +432,7 @@ def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
         "answer": answer,
         "messages": turn.new_messages,
         "tool_calls": turn.tool_calls,
-        "recall": {
-            "mode": session.recall_mode,
-            "decisions": list(turn.prefetch.decisions) if turn.prefetch is not None else [],
-        },
+        "recall": _recall_record(session, turn),
         "context": {
             "window": data["window"],
             "used": data["used"],

@@ -31,6 +31,7 @@ from .models import default_model, default_small_model
 from .tokens import Usage
 
 RECALL_MODES = ("index", "prefetch")
+RECALL_SELECTORS = ("model", "offline")
 PERMISSION_MODES = ("ask", "allow", "deny")
 
 
@@ -66,12 +67,19 @@ class AgentConfig:
     microcompact_idle_minutes: float = 60.0
     session_memory: bool = True
     cjk_trigger: bool = False
+    recall_selector: str = "model"
 
     def __post_init__(self) -> None:
         if self.recall_mode not in RECALL_MODES:
             raise ConfigError(
                 f"recall_mode {self.recall_mode!r} is not one of {', '.join(RECALL_MODES)}; "
                 "use 'index' (MEMORY.md in every request) or 'prefetch' (relevant files only)."
+            )
+        if self.recall_selector not in RECALL_SELECTORS:
+            raise ConfigError(
+                f"recall_selector {self.recall_selector!r} is not one of "
+                f"{', '.join(RECALL_SELECTORS)}: 'model' asks the small model, 'offline' "
+                "ranks descriptions locally with no model call."
             )
         if self.permission_mode not in PERMISSION_MODES:
             raise ConfigError(

@@ -71,6 +71,11 @@ class Agent(Magics):
         False, help="Keep MEMORY.md in step with topic files the agent writes (the reference "
         "leaves that to the agent)."
     ).tag(config=True)
+    recall_selector = Enum(
+        ("model", "offline"), default_value="model",
+        help="Who picks prefetched memories: the small model, or an offline ranking of "
+        "their descriptions (no model call).",
+    ).tag(config=True)
     cjk_trigger = Bool(
         False, help="Let unspaced Chinese/Japanese questions trigger prefetch (the reference "
         "skips them as single words)."
@@ -138,6 +143,7 @@ class Agent(Magics):
             extra_instruction_names=("AGENTS.md",) if self.agents_md else (),
             cell_output_cap=self.cell_output_cap,
             cjk_trigger=self.cjk_trigger,
+            recall_selector=self.recall_selector,
             extraction=self.extraction,
             extraction_every=self.extraction_every,
             extraction_share_tools=self.extraction_share_tools,
@@ -366,6 +372,14 @@ class Agent(Magics):
         return DictNamespace(self.shell.user_ns)
 
     def _count(self) -> int:
+        """The number of the cell being run: its index in ``In``.
+
+        ``execution_count`` will not do: ipykernel counts it up before running a cell,
+        plain IPython after, so it is one ahead in a real kernel.
+        """
+        inputs = self.shell.user_ns.get("In")
+        if isinstance(inputs, list) and inputs:
+            return len(inputs) - 1
         return int(getattr(self.shell, "execution_count", 0) or 0)
 
     def _cells_since_last_turn(self) -> list[str]:

@@ -215,11 +215,8 @@ class MemoryMagics(Magics):
         print(memory_table(hits) if hits else f"No memory mentions {needle!r}.")
 
     def _memory_why(self, args: _Args) -> None:
-        try:
-            from ..recall.explain import explain, render_explain
-        except ImportError:
-            raise JupyterMemoryError(
-                "recall explanations are not available in this installation.") from None
+        from ..recall.explain import explain, render_explain
+
         decisions = explain(self._session())
         if args.json:
             _print_json(decisions)

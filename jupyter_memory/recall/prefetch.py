@@ -1,0 +1,497 @@
+"""Relevance prefetch (SPEC §4 B): pick memories for the person's message in the background.
+
+:func:`start_prefetch` decides at once whether this message triggers a prefetch and, if
+so, starts a thread that scans the memdir, asks a selector (a small model, or the offline
+ranking) which memories fit, and reads the chosen files into attachment messages. The
+agent loop never waits for it unless ``wait_for_prefetch`` is on: it calls
+:meth:`Prefetch.take_messages` before each model call that follows a tool round, and an
+answer that needs no tool call simply misses the memories, as in the reference.
+
+Every outcome, including a skip, is a :class:`Prefetch` whose :attr:`~Prefetch.decisions`
+explain each memory, so the turn record always says why recall did what it did. Nothing
+in here raises into the turn: a failing selector becomes a ``skipped`` decision.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..freshness import age_days
+from ..scan import SCAN_LIMIT, ScanCache, list_files, manifest, scan
+from .attach import attachment_message
+from .conversation import agent_files, budget_used, recent_tools, surfaced_files
+from .explain import decision, explain_index
+from .limits import (
+    CJK_MIN_CHARS,
+    MAX_FILE_BYTES,
+    MAX_FILE_LINES,
+    MAX_FILES_PER_TURN,
+    SESSION_BUDGET_BYTES,
+)
+from .model_selector import build_request, call_selector, validate
+
+__all__ = [
+    "SELECTOR_KINDS",
+    "Prefetch",
+    "cjk_count",
+    "last_prefetch",
+    "scan_cache",
+    "skip_reason",
+    "start_prefetch",
+]
+
+SELECTOR_KINDS = ("model", "offline")
+"""Values of the ``recall_selector`` setting."""
+
+_CJK_RE = re.compile(
+    r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+    r"\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\U00020000-\U0002ffff]"
+)
+
+
+def cjk_count(text: str) -> int:
+    """How many Chinese, Japanese (kana included) or Korean characters ``text`` has."""
+    return len(_CJK_RE.findall(text))
+
+
+def skip_reason(
+    prompt: str,
+    *,
+    mode: str = "prefetch",
+    memory_on: bool = True,
+    spent: int = 0,
+    cjk_trigger: bool = False,
+) -> str | None:
+    """Why this message does not start a prefetch, or ``None`` when it does.
+
+    The reference's rules, in order: the feature is on, there is a real message, the
+    session budget is not spent, and the message is not a single word (no whitespace
+    after trimming). That last rule also skips unspaced Chinese and Japanese questions;
+    with ``cjk_trigger`` a message with at least two CJK characters triggers anyway.
+    """
+    if not memory_on:
+        return "memory is off for this project"
+    if mode != "prefetch":
+        return f"recall mode is {mode!r}: MEMORY.md reaches the model instead (path A)"
+    text = prompt.strip()
+    if not text:
+        return "there is no user message to select memories for"
+    if spent >= SESSION_BUDGET_BYTES:
+        return (f"the session's recall budget is spent ({spent:,} of {SESSION_BUDGET_BYTES:,} "
+                "bytes of memories are already in the conversation)")
+    if not re.search(r"\s", text):
+        if cjk_trigger and cjk_count(text) >= CJK_MIN_CHARS:
+            return None
+        hint = (" (cjk_trigger lets unspaced Chinese or Japanese messages through)"
+                if cjk_count(text) and not cjk_trigger else "")
+        return f"single-word message: no whitespace after trimming{hint}"
+    return None
+
+
+# ----------------------------------------------------------------------------- shared state
+
+_CACHES: dict[str, ScanCache] = {}
+_LAST: OrderedDict[str, Prefetch] = OrderedDict()
+_LAST_CAP = 16
+_STATE_LOCK = threading.Lock()
+
+
+def scan_cache(memdir: Path) -> ScanCache:
+    """One :class:`ScanCache` per memdir, so every turn's scan re-reads only changed files."""
+    key = str(memdir)
+    with _STATE_LOCK:
+        cache = _CACHES.get(key)
+        if cache is None:
+            cache = _CACHES[key] = ScanCache()
+        return cache
+
+
+def _remember(session: Any, prefetch: Prefetch) -> None:
+    key = str(getattr(session, "session_id", id(session)))
+    with _STATE_LOCK:
+        _LAST[key] = prefetch
+        _LAST.move_to_end(key)
+        while len(_LAST) > _LAST_CAP:
+            _LAST.popitem(last=False)
+
+
+def last_prefetch(session: Any) -> Prefetch | None:
+    """The most recent prefetch started for ``session`` (for ``%memory why``)."""
+    key = str(getattr(session, "session_id", id(session)))
+    with _STATE_LOCK:
+        found = _LAST.get(key)
+    if found is None or found._session() is not session:
+        return None
+    return found
+
+
+def _describe_error(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    message = str(getattr(exc, "message", "") or exc).strip() or type(exc).__name__
+    head = f"{type(exc).__name__} ({status})" if status else type(exc).__name__
+    return f"{head}: {message}"
+
+
+# ----------------------------------------------------------------------------- the prefetch
+
+
+class Prefetch:
+    """One message's relevance prefetch: its thread, its attachments, its decisions.
+
+    ``status`` is ``skipped`` (the trigger rules said no), ``running``, ``done`` or
+    ``failed`` (the selector or the scan failed; the turn carries on without memories).
+    ``selector`` is ``"model"`` or ``"offline"``; ``request`` is the exact selector
+    request when a model was asked.
+    """
+
+    def __init__(
+        self,
+        session: Any,
+        prompt: str,
+        client: Any = None,
+        *,
+        selector: str = "model",
+        skip: str | None = None,
+        note: str | None = None,
+    ) -> None:
+        self.prompt = prompt
+        self.selector = selector
+        self.selector_note = note
+        self.model: str | None = getattr(session.config, "small_model", None) or None
+        self.status = "skipped" if skip else "running"
+        self.reason = skip
+        self.request: dict[str, Any] | None = None
+        self.recent_tools: list[str] = []
+        self._session = weakref.ref(session)
+        self._client = client
+        self._mode = session.recall_mode
+        self._memdir = Path(session.memdir) if session.memdir is not None else None
+        self._lock = threading.RLock()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ctx: Any = None
+        self._messages_at_start: list[Mapping[str, Any]] = []
+        # outcome, filled in by the thread
+        self._manifest: list[Any] = []
+        self._overflow: list[dict[str, Any]] = []
+        self._filtered: dict[str, tuple[str, str]] = {}  # file -> (reason, path)
+        self._selected: list[str] = []
+        self._unknown: list[str] = []
+        self._over_limit: list[str] = []
+        self._selection: Any = None
+        self._skipped: dict[str, str] = {}
+        self._attached: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._taken = False
+        self._dropped_at_take: dict[str, str] = {}
+        self._skip_decisions: list[dict[str, Any]] | None = None
+        if skip:
+            self._done.set()
+
+    # ----- public surface
+
+    def done(self) -> bool:
+        """True once the prefetch has finished (or was skipped, or failed)."""
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until finished or ``timeout`` seconds; return :meth:`done`."""
+        return self._done.wait(timeout)
+
+    @property
+    def selected(self) -> list[str]:
+        """Files the selector chose that are in the manifest (before reading and budget)."""
+        with self._lock:
+            return list(self._selected)
+
+    def take_messages(self) -> list[dict[str, Any]]:
+        """The attachment messages, once; empty while running or after the first take.
+
+        A memory the agent read with its own tools since the selection is dropped here
+        instead of being sent twice.
+        """
+        if not self._done.is_set():
+            return []
+        with self._lock:
+            if self._taken:
+                return []
+            self._taken = True
+            seen = self._agent_files()
+            out = []
+            for file, message in self._attached.items():
+                if file in seen:
+                    self._dropped_at_take[file] = (
+                        "selected, but the agent read it with its tools before it could be "
+                        "attached")
+                    continue
+                out.append(message)
+            return out
+
+    @property
+    def decisions(self) -> list[dict[str, Any]]:
+        """One decision per memory (see :mod:`.explain`); a snapshot, never blocks."""
+        with self._lock:
+            if self.status == "skipped":
+                return self._decisions_for_skip()
+            return self._decisions()
+
+    def to_json(self) -> dict[str, Any]:
+        """A summary for records and logs: status, selector, chosen files, the request."""
+        with self._lock:
+            return {
+                "status": self.status,
+                "reason": self.reason,
+                "selector": self.selector,
+                "model": self.model if self.selector == "model" else None,
+                "recent_tools": list(self.recent_tools),
+                "selected": list(self._selected),
+                "unknown": list(self._unknown),
+                "attached": list(self._attached) if self._taken else [],
+                "request": self.request,
+            }
+
+    # ----- the run
+
+    def _start(self, session: Any) -> None:
+        messages = list(session.messages)
+        self._messages_at_start = messages
+        self._ctx = session.tool_context()
+        self.recent_tools = recent_tools(messages, self.prompt)
+        self._thread = threading.Thread(target=self._run, name="jupyter-memory-prefetch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _agent_files(self) -> set[str]:
+        if self._ctx is None or self._memdir is None:
+            return set()
+        return agent_files(self._memdir, list(self._ctx.read_files),
+                           set(self._ctx.written_memdir_files))
+
+    def _run(self) -> None:
+        try:
+            self._select_and_read()
+            with self._lock:
+                self.status = "done"
+        except Exception as exc:  # never break the turn: record and carry on
+            with self._lock:
+                self.status = "failed"
+                self.reason = f"selector failed: {_describe_error(exc)}"
+                self._attached.clear()
+        finally:
+            self._done.set()
+
+    def _select_and_read(self) -> None:
+        memdir = self._memdir
+        assert memdir is not None  # a running prefetch always has a memdir
+        cache = scan_cache(memdir)
+        memories = scan(memdir, limit=SCAN_LIMIT, cache=cache)
+        overflow: list[dict[str, Any]] = []
+        if len(memories) >= SCAN_LIMIT:
+            shown = {m.file for m in memories}
+            rest = sorted((f for f in list_files(memdir) if f.file not in shown),
+                          key=lambda f: (-f.stat.st_mtime_ns, f.file))
+            overflow = [decision(
+                f.file, "skipped",
+                f"not among the {SCAN_LIMIT} newest memories the selector is shown", "B",
+                age_days=age_days(f.stat.st_mtime), bytes=f.stat.st_size) for f in rest]
+        with self._lock:
+            self._manifest = memories
+            self._overflow = overflow
+
+        surfaced = surfaced_files(self._messages_at_start)
+        seen = self._agent_files()
+        self._filter(memories, surfaced, seen, after=False)
+        candidates = [m for m in memories if m.file not in self._filtered]
+        if not candidates:
+            return
+
+        files = [m.file for m in candidates]
+        if self.selector == "offline":
+            from ..selector import select
+
+            selection = select(self.prompt, candidates, recent_tools=self.recent_tools)
+            with self._lock:
+                self._selection = selection
+            chosen = selection.files
+        else:
+            session = self._session()
+            if session is None:
+                raise RuntimeError("the session ended before the selector was asked")
+            request = build_request(self.model or "", self.prompt, manifest(candidates),
+                                    self.recent_tools)
+            with self._lock:
+                self.request = request
+            answer = validate(call_selector(self._client, request), files)
+            with self._lock:
+                self._unknown = list(answer.dropped)
+                self._over_limit = list(answer.over_limit)
+            chosen = list(answer.kept)
+        with self._lock:
+            self._selected = list(chosen)
+
+        session = self._session()
+        messages_now = list(session.messages) if session is not None else []
+        self._filter([m for m in candidates if m.file in chosen],
+                     surfaced | surfaced_files(messages_now), self._agent_files(), after=True)
+        self._read([f for f in chosen if f not in self._filtered])
+
+    def _filter(self, memories: list[Any], surfaced: set[str], seen: set[str], *, after: bool) -> None:
+        when = " (checked again after the selector answered)" if after else ""
+        with self._lock:
+            for memory in memories:
+                if memory.file in surfaced:
+                    self._filtered[memory.file] = (
+                        f"already attached earlier in this session and still in the "
+                        f"conversation{when}", "B")
+                elif memory.file in seen:
+                    self._filtered[memory.file] = (
+                        f"the agent already read or wrote it with its tools{when}", "C")
+
+    def _read(self, chosen: list[str]) -> None:
+        memdir = self._memdir
+        assert memdir is not None
+        spent = budget_used(self._messages_at_start)
+        for position, file in enumerate(chosen):
+            if position >= MAX_FILES_PER_TURN:
+                with self._lock:
+                    self._skipped[file] = f"past the {MAX_FILES_PER_TURN}-files-a-turn limit"
+                continue
+            try:
+                message = attachment_message(memdir, file)
+            except OSError as exc:
+                with self._lock:
+                    self._skipped[file] = (
+                        f"selected, but the file could not be read: {exc.strerror or exc}")
+                continue
+            size = int(message["_meta"]["bytes"])
+            if spent + size > SESSION_BUDGET_BYTES:
+                with self._lock:
+                    for rest in chosen[position:]:
+                        self._skipped[rest] = (
+                            f"selected, but attaching it would pass the session's recall "
+                            f"budget of {SESSION_BUDGET_BYTES:,} bytes ({spent:,} already "
+                            "attached)")
+                return
+            spent += size
+            with self._lock:
+                self._attached[file] = message
+
+    # ----- decisions
+
+    def _selector_words(self, file: str, *, note: bool = True) -> str:
+        if self.selector == "offline" and self._selection is not None:
+            words = self._selection.reason(file)
+        elif file in self._selected:
+            words = f"selected by the model selector ({self.model})"
+        else:
+            words = f"the model selector ({self.model}) did not pick it"
+        if note and self.selector_note:
+            words += f" — {self.selector_note}"
+        return words
+
+    def _decisions_for_skip(self) -> list[dict[str, Any]]:
+        if self._skip_decisions is None:
+            session = self._session()
+            if session is None or self._memdir is None:
+                self._skip_decisions = []
+            elif self._mode != "prefetch":
+                self._skip_decisions = explain_index(session)
+            else:
+                memories = scan(self._memdir, limit=None, cache=scan_cache(self._memdir))
+                self._skip_decisions = [
+                    decision(m, "skipped", f"prefetch did not run: {self.reason}", "B")
+                    for m in memories]
+        return [dict(d) for d in self._skip_decisions]
+
+    def _decisions(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        running = self.status == "running"
+        for memory in self._manifest:
+            file = memory.file
+            if file in self._filtered:
+                reason, path = self._filtered[file]
+                out.append(decision(memory, "filtered", reason, path))
+            elif running:
+                out.append(decision(memory, "skipped",
+                                    "the selector had not answered yet when this was recorded "
+                                    "(the prefetch does not hold up the answer)", "B"))
+            elif self.status == "failed":
+                out.append(decision(memory, "skipped", str(self.reason), "B"))
+            elif file in self._dropped_at_take:
+                out.append(decision(memory, "filtered", self._dropped_at_take[file], "C"))
+            elif file in self._attached:
+                out.append(self._attached_decision(memory))
+            elif file in self._skipped:
+                out.append(decision(memory, "skipped", self._skipped[file], "B"))
+            elif file in self._over_limit:
+                out.append(decision(memory, "skipped",
+                                    f"named by the selector beyond the {MAX_FILES_PER_TURN}-file "
+                                    "limit", "B"))
+            else:
+                out.append(decision(memory, "not_selected",
+                                    self._selector_words(file, note=False), "B"))
+        out.extend(dict(d) for d in self._overflow)
+        for name in self._unknown:
+            out.append(decision(name, "filtered",
+                                "named by the selector but not in the manifest it was shown; "
+                                "ignored", "B"))
+        return out
+
+    def _attached_decision(self, memory: Any) -> dict[str, Any]:
+        message = self._attached[memory.file]
+        meta = message["_meta"]
+        selector = self._selector_words(memory.file)
+        extra = {"sent_bytes": meta["bytes"], "truncated": meta["truncated"]}
+        if not self._taken:
+            return decision(
+                memory, "skipped",
+                "selected and ready, but not attached: no model call followed a tool round "
+                "after it was ready, and prefetch attaches only then (wait_for_prefetch "
+                f"waits before the first call); {selector}", "B", **extra)
+        if meta["truncated"]:
+            limit = (f"{MAX_FILE_BYTES:,}-byte" if meta["truncated"] == "bytes"
+                     else f"{MAX_FILE_LINES}-line")
+            return decision(
+                memory, "truncated",
+                f"attached (path B) but cut at the {limit} limit: {meta['bytes']:,} of "
+                f"{meta['total_bytes']:,} bytes sent; {selector}", "B", **extra)
+        return decision(memory, "injected", f"attached (path B); {selector}", "B", **extra)
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def _selector_kind(session: Any, client: Any) -> tuple[str, str | None]:
+    wanted = getattr(session.config, "recall_selector", "model")
+    if wanted == "offline":
+        return "offline", None
+    if client is None:
+        return "offline", "used because no model client was given"
+    if not getattr(session.config, "small_model", ""):
+        return "offline", "used because no small model is configured"
+    return "model", None
+
+
+def start_prefetch(session: Any, prompt: str, client: Any = None) -> Prefetch:
+    """Start relevance prefetch for ``prompt`` (already appended to the conversation).
+
+    Returns at once. A message that does not trigger (feature off, no message, budget
+    spent, single word) gets a finished :class:`Prefetch` with no messages whose
+    decisions say why. The selector is the small model unless the ``recall_selector``
+    setting is ``"offline"`` or no model is available.
+    """
+    memory_on = session.memdir is not None
+    spent = budget_used(session.messages)
+    skip = skip_reason(prompt, mode=session.recall_mode, memory_on=memory_on, spent=spent,
+                       cjk_trigger=bool(getattr(session.config, "cjk_trigger", False)))
+    kind, note = _selector_kind(session, client)
+    prefetch = Prefetch(session, prompt, client, selector=kind, skip=skip, note=note)
+    _remember(session, prefetch)
+    if skip is None:
+        prefetch._start(session)
+    return prefetch
