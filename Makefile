@@ -2,19 +2,58 @@
 #   make demo  - set up, then run the bundled demo notebook offline
 #   make test  - set up, then lint and run the whole test suite
 PYTHON ?= python3
+NPM    ?= npm
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The build requirements of pyproject.toml, installed into the venv once so that the
+# editable install below can skip build isolation (no fresh JupyterLab per install).
+BUILDREQS := $(VENV)/.buildreqs
 
-.PHONY: setup demo test lint clean
+# The JupyterLab extension: TypeScript in labextension/, built into jupyter_memory/labextension.
+LABEXT         := labextension
+LABEXT_BUILT   := jupyter_memory/labextension/package.json
+LABEXT_SOURCES := $(wildcard $(LABEXT)/src/*.ts $(LABEXT)/style/*.css $(LABEXT)/style/*.js) \
+                  $(LABEXT)/package.json $(LABEXT)/package-lock.json $(LABEXT)/tsconfig.json
+NODE_MODULES   := $(LABEXT)/node_modules/.package-lock.json
+# npm scripts call `jupyter labextension build`, so the venv comes first on PATH.
+WITH_VENV      := PATH="$(abspath $(BIN)):$$PATH"
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+.PHONY: setup demo test lint clean labextension browser-deps
+
+$(BUILDREQS):
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q 'hatchling>=1.21' 'hatch-jupyter-builder>=0.5' editables 'jupyterlab>=4.0.0,<5'
+	touch $@
+
+$(NODE_MODULES): $(LABEXT)/package.json $(LABEXT)/package-lock.json
+	cd $(LABEXT) && $(NPM) ci --no-audit --no-fund
+	touch $@
+
+$(LABEXT_BUILT): $(NODE_MODULES) $(LABEXT_SOURCES) | $(BUILDREQS)
+	cd $(LABEXT) && $(WITH_VENV) $(NPM) run build:prod
+	touch $@
+
+labextension: $(LABEXT_BUILT)
+
+$(STAMP): pyproject.toml | $(BUILDREQS) $(LABEXT_BUILT)
+	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(BIN)/pip install -q --no-build-isolation -e '.[test]'
+	# Serve the extension from the build folder itself, so a rebuild needs no reinstall.
+	$(WITH_VENV) $(BIN)/jupyter labextension develop --overwrite . >/dev/null
 	touch $(STAMP)
 
-setup: $(STAMP)
+# Debian's chromium for tests/browser. CI installs it; elsewhere those tests skip and say why.
+browser-deps:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$${CI:-}" = "true" ]; then \
+	  echo "Installing chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "note: chromium is not installed, so tests/browser will be skipped (apt-get install chromium)"; \
+	fi
+
+setup: $(STAMP) $(LABEXT_BUILT) browser-deps
 
 lint: setup
 	$(BIN)/ruff check jupyter_memory tests benchmarks
@@ -26,4 +65,5 @@ demo: setup
 	$(BIN)/python -m jupyter_memory.demo
 
 clean:
-	rm -rf $(VENV) build dist
+	rm -rf $(VENV) build dist jupyter_memory/labextension \
+	  $(LABEXT)/lib $(LABEXT)/node_modules $(LABEXT)/tsconfig.tsbuildinfo

@@ -1,0 +1,111 @@
+/**
+ * Small pure helpers shared by the panel and the turn renderer.
+ */
+import type { IMemory } from './api';
+
+/** The four memory types, in the order the panel shows them. */
+export const MEMORY_TYPES = ['user', 'feedback', 'project', 'reference'];
+
+const TYPE_TITLES: Record<string, string> = {
+  user: 'User',
+  feedback: 'Feedback',
+  project: 'Project',
+  reference: 'Reference',
+  other: 'Untyped'
+};
+
+/** The heading shown for a type group. */
+export function typeTitle(type: string): string {
+  return TYPE_TITLES[type] ?? type;
+}
+
+/** "today", "yesterday" or "N days ago", as the kernel's freshness notes say it. */
+export function ageText(days: number | null | undefined): string {
+  if (days === null || days === undefined || !isFinite(days)) {
+    return '';
+  }
+  if (days <= 0) {
+    return 'today';
+  }
+  if (days === 1) {
+    return 'yesterday';
+  }
+  return `${Math.floor(days)} days ago`;
+}
+
+/** Group memories by type: known types first in their fixed order, then the rest. */
+export function groupByType(memories: IMemory[]): Array<[string, IMemory[]]> {
+  const groups = new Map<string, IMemory[]>();
+  for (const memory of memories) {
+    const type =
+      memory.type && MEMORY_TYPES.includes(memory.type) ? memory.type : 'other';
+    const list = groups.get(type) ?? [];
+    list.push(memory);
+    groups.set(type, list);
+  }
+  const order = [...MEMORY_TYPES, 'other'];
+  return order
+    .filter(type => groups.has(type))
+    .map(type => [type, groups.get(type)!] as [string, IMemory[]]);
+}
+
+/**
+ * Whether a memory matches a search query: every word of the query must occur
+ * in its name, description, file or type (case-insensitive).
+ */
+export function matchesQuery(memory: IMemory, query: string): boolean {
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  if (words.length === 0) {
+    return true;
+  }
+  const haystack = [memory.name, memory.description, memory.file, memory.type]
+    .filter(Boolean)
+    .join(' ')
+    .toLowerCase();
+  return words.every(word => haystack.includes(word));
+}
+
+/** 12345 → "12.3k", for token counts. */
+export function formatTokens(tokens: number | null | undefined): string {
+  if (typeof tokens !== 'number' || !isFinite(tokens)) {
+    return '?';
+  }
+  if (tokens >= 1_000_000) {
+    return `${(tokens / 1_000_000).toFixed(1)}M`;
+  }
+  if (tokens >= 1000) {
+    return `${(tokens / 1000).toFixed(1)}k`;
+  }
+  return String(Math.round(tokens));
+}
+
+/** Pretty JSON for a tool input; plain text stays as it is. */
+export function prettyValue(value: unknown): string {
+  if (typeof value === 'string') {
+    return value;
+  }
+  if (value === undefined) {
+    return '';
+  }
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return String(value);
+  }
+}
+
+/** Create an element with a class and optional text, the way every view here builds DOM. */
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className?: string,
+  text?: string
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}

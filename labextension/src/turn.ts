@@ -1,0 +1,301 @@
+/**
+ * The view of one agent turn (`application/vnd.jupyter-memory.turn+json`).
+ *
+ * A saved notebook carries the whole record of each turn, so this renders it
+ * with no kernel running: the answer, every tool call folded with its input
+ * and result, the memories recall considered with its decision for each, and
+ * a bar showing how the context window was spent. Every key may be missing
+ * (older or partial records); unknown keys are ignored.
+ */
+import { renderMarkdown } from '@jupyterlab/rendermime';
+import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Widget } from '@lumino/widgets';
+
+import { el, formatTokens, prettyValue } from './format';
+
+export const TURN_MIME = 'application/vnd.jupyter-memory.turn+json';
+
+type Json = Record<string, any>;
+
+function asObject(value: unknown): Json {
+  return value && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
+}
+
+function asArray(value: unknown): Json[] {
+  return Array.isArray(value) ? value.map(asObject) : [];
+}
+
+function asText(value: unknown): string {
+  return typeof value === 'string' ? value : value === undefined || value === null ? '' : String(value);
+}
+
+function asNumber(value: unknown): number | null {
+  return typeof value === 'number' && isFinite(value) ? value : null;
+}
+
+/** Text of a tool result, which may be a string or a list of content blocks. */
+export function resultText(result: unknown): string {
+  if (Array.isArray(result)) {
+    return result
+      .map(block => {
+        const b = asObject(block);
+        return b.type === 'text' ? asText(b.text) : prettyValue(block);
+      })
+      .join('\n');
+  }
+  return prettyValue(result);
+}
+
+/** Renders one turn record into a host element. */
+export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(options: IRenderMime.IRendererOptions) {
+    super();
+    this._options = options;
+    this.addClass('jp-MemoryTurn');
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const record = asObject(model.data[TURN_MIME]);
+    this.node.textContent = '';
+    this.node.append(this._header(record));
+    const answer = el('div', 'jp-MemoryTurn-answer');
+    this.node.append(answer);
+    await this._renderAnswer(answer, asText(record.answer));
+    const sections = [
+      this._toolCalls(asArray(record.tool_calls)),
+      this._recall(asObject(record.recall)),
+      this._context(asObject(record.context)),
+      this._written(asArray(record.memories_written)),
+      this._events(asArray(record.events))
+    ];
+    for (const section of sections) {
+      if (section) {
+        this.node.append(section);
+      }
+    }
+  }
+
+  private _header(record: Json): HTMLElement {
+    const header = el('div', 'jp-MemoryTurn-header');
+    const bits: string[] = [];
+    if (asNumber(record.turn) !== null) {
+      bits.push(`Turn ${record.turn}`);
+    }
+    if (record.model) {
+      bits.push(asText(record.model));
+    }
+    const usage = asObject(record.usage);
+    const input = asNumber(usage.input_tokens);
+    const output = asNumber(usage.output_tokens);
+    if (input !== null || output !== null) {
+      bits.push(`${formatTokens(input ?? 0)} in · ${formatTokens(output ?? 0)} out`);
+    }
+    if (record.ended || record.started) {
+      bits.push(asText(record.ended || record.started));
+    }
+    header.textContent = bits.length ? bits.join(' · ') : 'Agent turn';
+    const status = asText(record.status);
+    if (status && status !== 'ok') {
+      // ok | max_tokens | max_turns | interrupted | error: say when a turn did not finish.
+      header.append(el('span', 'jp-MemoryTurn-status', status.replace(/_/g, ' ')));
+    }
+    if (record.prompt) {
+      const prompt = el('div', 'jp-MemoryTurn-prompt');
+      prompt.append(el('span', 'jp-MemoryTurn-label', 'Prompt'), el('span', '', asText(record.prompt)));
+      const wrap = el('div', 'jp-MemoryTurn-top');
+      wrap.append(header, prompt);
+      return wrap;
+    }
+    return header;
+  }
+
+  private async _renderAnswer(host: HTMLElement, source: string): Promise<void> {
+    if (!source) {
+      host.append(el('p', 'jp-MemoryTurn-empty', 'No answer was recorded for this turn.'));
+      return;
+    }
+    const options = this._options;
+    if (!options.markdownParser) {
+      host.append(el('pre', 'jp-MemoryTurn-plain', source));
+      return;
+    }
+    host.classList.add('jp-RenderedMarkdown', 'jp-RenderedHTMLCommon');
+    await renderMarkdown({
+      host,
+      source,
+      // Saved records come from files anyone can write: always sanitize.
+      trusted: false,
+      sanitizer: options.sanitizer,
+      resolver: options.resolver,
+      linkHandler: options.linkHandler,
+      shouldTypeset: this.isAttached,
+      latexTypesetter: options.latexTypesetter,
+      markdownParser: options.markdownParser ?? null,
+      translator: options.translator
+    });
+  }
+
+  private _details(summary: string, className: string): [HTMLDetailsElement, HTMLElement] {
+    const details = el('details', `jp-MemoryTurn-section ${className}`);
+    details.append(el('summary', 'jp-MemoryTurn-summary', summary));
+    const body = el('div', 'jp-MemoryTurn-body');
+    details.append(body);
+    return [details, body];
+  }
+
+  private _toolCalls(calls: Json[]): HTMLElement | null {
+    if (calls.length === 0) {
+      return null;
+    }
+    const errors = calls.filter(call => call.is_error === true).length;
+    const [details, body] = this._details(
+      `Tool calls (${calls.length}${errors ? `, ${errors} failed` : ''})`,
+      'jp-MemoryTurn-tools'
+    );
+    for (const call of calls) {
+      const name = asText(call.name) || 'tool';
+      const failed = call.is_error === true;
+      const [one, inner] = this._details(
+        `${name}${failed ? ' — error' : ''}`,
+        `jp-MemoryTurn-tool${failed ? ' jp-mod-error' : ''}`
+      );
+      inner.append(
+        el('div', 'jp-MemoryTurn-label', 'Input'),
+        el('pre', 'jp-MemoryTurn-pre', prettyValue(call.input ?? {})),
+        el('div', 'jp-MemoryTurn-label', 'Result'),
+        el('pre', 'jp-MemoryTurn-pre', 'result' in call ? resultText(call.result) : '(no result)')
+      );
+      body.append(one);
+    }
+    return details;
+  }
+
+  private _recall(recall: Json): HTMLElement | null {
+    const decisions = asArray(recall.decisions);
+    if (decisions.length === 0 && !recall.mode) {
+      return null;
+    }
+    const injected = decisions.filter(d => d.decision === 'injected').length;
+    const mode = recall.mode ? `, ${asText(recall.mode)} mode` : '';
+    const [details, body] = this._details(
+      `Recalled memories (${injected} of ${decisions.length} injected${mode})`,
+      'jp-MemoryTurn-recall'
+    );
+    if (decisions.length === 0) {
+      body.append(el('p', 'jp-MemoryTurn-empty', 'No memory was considered.'));
+      return details;
+    }
+    const table = el('table', 'jp-MemoryTurn-table');
+    const head = el('tr');
+    for (const title of ['Memory', 'Decision', 'Why', 'Age', 'Bytes']) {
+      const th = el('th', '', title);
+      th.scope = 'col';
+      head.append(th);
+    }
+    table.append(el('thead'), el('tbody'));
+    table.tHead!.append(head);
+    for (const decision of decisions) {
+      const row = el('tr', `jp-MemoryTurn-decision jp-mod-${asText(decision.decision) || 'unknown'}`);
+      const age = asNumber(decision.age_days);
+      const bytes = asNumber(decision.bytes);
+      row.append(
+        el('td', 'jp-MemoryTurn-file', asText(decision.file)),
+        el('td', 'jp-MemoryTurn-verdict', asText(decision.decision).replace(/_/g, ' ')),
+        el(
+          'td',
+          '',
+          [asText(decision.reason), decision.path ? `(path ${asText(decision.path)})` : '']
+            .filter(Boolean)
+            .join(' ')
+        ),
+        el('td', '', age === null ? '' : `${age} d`),
+        el('td', '', bytes === null ? '' : String(bytes))
+      );
+      table.tBodies[0].append(row);
+    }
+    body.append(table);
+    return details;
+  }
+
+  private _context(context: Json): HTMLElement | null {
+    const categories = asArray(context.categories).filter(c => (asNumber(c.tokens) ?? 0) > 0);
+    const windowSize = asNumber(context.window);
+    if (categories.length === 0 || !windowSize) {
+      return null;
+    }
+    const used = asNumber(context.used) ?? categories.reduce((n, c) => n + (asNumber(c.tokens) ?? 0), 0);
+    const section = el('div', 'jp-MemoryTurn-section jp-MemoryTurn-context');
+    const percent = Math.min(100, (100 * used) / windowSize);
+    section.append(
+      el(
+        'div',
+        'jp-MemoryTurn-label',
+        `Context: ${formatTokens(used)} of ${formatTokens(windowSize)} tokens (${percent.toFixed(1)}%)`
+      )
+    );
+    const bar = el('div', 'jp-MemoryTurn-bar');
+    bar.setAttribute('role', 'img');
+    bar.setAttribute(
+      'aria-label',
+      'Context breakdown: ' +
+        categories.map(c => `${asText(c.name)} ${formatTokens(asNumber(c.tokens))} tokens`).join(', ') +
+        `; ${formatTokens(windowSize)} token window`
+    );
+    const legend = el('ul', 'jp-MemoryTurn-legend');
+    categories.forEach((category, i) => {
+      const tokens = asNumber(category.tokens) ?? 0;
+      const name = asText(category.name) || 'other';
+      const segment = el('span', `jp-MemoryTurn-segment jp-MemoryTurn-color${i % 6}`);
+      segment.style.width = `${Math.max(0.3, (100 * tokens) / windowSize)}%`;
+      segment.title = `${name}: ${tokens} tokens`;
+      bar.append(segment);
+      const item = el('li', 'jp-MemoryTurn-legendItem');
+      item.append(
+        el('span', `jp-MemoryTurn-swatch jp-MemoryTurn-color${i % 6}`),
+        el('span', '', `${name} ${formatTokens(tokens)}`)
+      );
+      legend.append(item);
+    });
+    const thresholds = asObject(context.thresholds);
+    const autocompact = asNumber(thresholds.autocompact);
+    if (autocompact !== null && autocompact < windowSize) {
+      const marker = el('span', 'jp-MemoryTurn-marker');
+      marker.style.left = `${(100 * autocompact) / windowSize}%`;
+      marker.title = `Auto-compaction at ${autocompact} tokens`;
+      bar.append(marker);
+    }
+    section.append(bar, legend);
+    return section;
+  }
+
+  private _written(written: Json[]): HTMLElement | null {
+    if (written.length === 0) {
+      return null;
+    }
+    const section = el('div', 'jp-MemoryTurn-section jp-MemoryTurn-written');
+    section.append(el('div', 'jp-MemoryTurn-label', 'Memories written'));
+    const list = el('ul', 'jp-MemoryTurn-list');
+    for (const item of written) {
+      list.append(el('li', '', `${asText(item.file)}${item.by ? ` (by ${asText(item.by)})` : ''}`));
+    }
+    section.append(list);
+    return section;
+  }
+
+  private _events(events: Json[]): HTMLElement | null {
+    if (events.length === 0) {
+      return null;
+    }
+    const section = el('div', 'jp-MemoryTurn-section jp-MemoryTurn-events');
+    section.append(el('div', 'jp-MemoryTurn-label', 'Events'));
+    const list = el('ul', 'jp-MemoryTurn-list');
+    for (const event of events) {
+      const kind = asText(event.kind) || 'note';
+      list.append(el('li', `jp-MemoryTurn-event jp-mod-${kind}`, `${kind}: ${asText(event.text)}`));
+    }
+    section.append(list);
+    return section;
+  }
+
+  private _options: IRenderMime.IRendererOptions;
+}
