@@ -143,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for cmd in _COMMANDS.values():
-        sub = subparsers.add_parser(cmd.name, help=cmd.help, description=cmd.help, parents=[common])
+        sub = subparsers.add_parser(
+            cmd.name, help=cmd.help.replace("%", "%%"), description=cmd.help, parents=[common]
+        )
         for argument in cmd.arguments:
             sub.add_argument(*argument.flags, **argument.options)
         sub.set_defaults(_run=cmd.run)
@@ -508,3 +510,15 @@ def _context(ctx: Context) -> int:
     report = session.context_report(counted_tokens=counted)
     ctx.emit({**report.to_json(), "request": assembled.body}, render_text(report))
     return EXIT_OK
+
+
+def _register_session_commands() -> None:
+    """``transcript`` and ``bundle`` live beside the session code they drive."""
+    from .bundle import register_bundle_command
+    from .resume import register_transcript_command
+
+    register_transcript_command(command, arg)
+    register_bundle_command(command, arg)
+
+
+_register_session_commands()

@@ -225,12 +225,13 @@ class Agent(Magics):
             return
         controller = record.controller(session)
         problem = controller.take_new_mismatch() if isinstance(controller, record.Replayer) else None
-        if problem is not None:
-            view.close()
-            state_for(self.shell).last_agent_count = self._count()
+        state_for(self.shell).last_agent_count = self._count()
+        if problem is not None and result.status == "error":
+            view.close()  # the turn itself was refused: the error below says it all
             raise record.ReplayMismatch(problem)
         view.finish(turn_bundle(result.record), expect_notice=bool(result.record.get("background")))
-        state_for(self.shell).last_agent_count = self._count()
+        if problem is not None:  # background work of the turn (extraction) was refused
+            raise record.ReplayMismatch(problem)
 
     # ------------------------------------------------------------ sessions
 
@@ -258,7 +259,6 @@ class Agent(Magics):
             print(f"jupyter-memory: {exc}")
             return
         self._resume_checked = session
-        state_for(self.shell).last_agent_count = self._count()
         print(resumed.describe())
         for note in resumed.notes:
             print(f"Note: {note}.")
@@ -293,6 +293,7 @@ class Agent(Magics):
         self._start_replay(session, self._path_arg(session, target))
 
     def _start_replay(self, session: Any, path: str | Path, *, from_env: bool = False) -> None:
+        had = len(session.messages)
         replayer = record.start_replay(session, path)
         data = replayer.recording.data
         if data.get("model"):
@@ -304,6 +305,9 @@ class Agent(Magics):
         how = f" ({record.REPLAY_ENV})" if from_env else ""
         print(f"Replaying {count} recorded model exchange{'s' if count != 1 else ''} from "
               f"{self._shown(Path(path))}{how}: no key or network needed.")
+        if had:
+            print(f"The conversation so far ({had} messages) was replaced by the one the "
+                  "recording started from.")
 
     def _path_arg(self, session: Any, target: str | None) -> Path:
         if target:

@@ -1,0 +1,220 @@
+"""Shareable bundles: pack a recorded notebook with its memory, unpack it in a fresh
+folder and replay it there with no key (issue 7 item 5)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from jupyter_memory import bundle
+from jupyter_memory.agent import TURN_MIME
+from jupyter_memory.bundle import BundleError, pack, replay, unpack
+from jupyter_memory.errors import SecretRefused
+from jupyter_memory.freshness import age_days
+from jupyter_memory.record import Recording, RecordingError
+from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.testing.fake_api import ToolCall, Turn
+
+CENTS = (
+    "---\nname: revenue-in-cents\ndescription: sales.revenue is stored in cents\n"
+    "type: project\n---\nThe revenue column holds integer cents.\n"
+)
+THREE_DAYS = 3 * 86_400 + 600
+
+
+def seed_project(folder: Path) -> Path:
+    """A project with an old memory, an instruction file and a data file."""
+    memdir = folder / "memory"
+    memdir.mkdir(parents=True)
+    (memdir / "MEMORY.md").write_text("- [Revenue in cents](project_cents.md) — cents\n")
+    topic = memdir / "project_cents.md"
+    topic.write_text(CENTS)
+    old = time.time() - THREE_DAYS
+    os.utime(topic, (old, old))
+    (folder / "CLAUDE.md").write_text("Answer in one sentence.\n")
+    (folder / "sales.csv").write_text("month,revenue\n1,1000\n")
+    return memdir
+
+
+def make_notebook(folder: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    for source in ("%load_ext jupyter_memory", "%agent record demo.recording.json",
+                   "%%agent\nWhat do you remember?",
+                   "%%agent\nHow is revenue stored? Read the memory file."):
+        nb.cells.append(nbformat.v4.new_code_cell(source))
+    path = folder / "demo.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def kernel_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.pop("JPY_SESSION_NAME", None)
+    env.update(extra)
+    return env
+
+
+def test_pack_unpack_and_replay_in_a_fresh_folder(tmp_path: Path, fake_api) -> None:
+    source = tmp_path / "origin"
+    memdir = seed_project(source)
+    user_claude = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "CLAUDE.md"
+    user_claude.parent.mkdir(parents=True, exist_ok=True)
+    user_claude.write_text("I prefer polars.\n")
+
+    def respond(body: dict) -> Turn:
+        last = body["messages"][-1]["content"]
+        if any(b.get("type") == "tool_result" for b in last):
+            return Turn(text="Revenue is stored in integer cents.")
+        if "Read the memory file" in json.dumps(last):
+            return Turn(tool_calls=[ToolCall("Read", {"file_path": str(memdir / "project_cents.md")})])
+        return Turn(text="That revenue is in cents.")
+
+    fake_api.responder = respond
+    notebook = make_notebook(source)
+    nb = nbformat.read(str(notebook), as_version=4)
+    NotebookClient(nb, timeout=90, kernel_name="python3",
+                   resources={"metadata": {"path": str(source)}}).execute(
+        env=kernel_env(ANTHROPIC_BASE_URL=fake_api.base_url, ANTHROPIC_API_KEY="test-key",
+                       JUPYTER_MEMORY_DIR=str(memdir)))
+    nbformat.write(nb, str(notebook))
+    rec = Recording.load(source / "demo.recording.json")
+    assert len(rec.exchanges) == 3
+    assert "last written 3 days ago" in json.dumps(rec.request(rec.exchanges[2]))  # the caveat
+
+    packed = pack(notebook, tmp_path / "demo.zip", include=["*.csv"])
+    assert sorted(packed.memory_files) == ["MEMORY.md", "project_cents.md"]
+    assert sorted(packed.instruction_files) == ["config/CLAUDE.md", "project/CLAUDE.md"]
+    assert packed.extra_files == ["sales.csv"]
+    with zipfile.ZipFile(packed.path) as archive:
+        names = set(archive.namelist())
+    assert {"manifest.json", "demo.ipynb", "demo.recording.json", "memory/MEMORY.md",
+            "project/CLAUDE.md", "config/CLAUDE.md", "files/sales.csv"} <= names
+
+    target = tmp_path / "elsewhere" / "demo"
+    unpacked = unpack(packed.path, target)
+    assert (target / "CLAUDE.md").read_text() == "Answer in one sentence.\n"
+    assert (target / ".claude" / "CLAUDE.md").read_text() == "I prefer polars.\n"
+    assert (target / "sales.csv").is_file()
+    assert age_days((target / "memory" / "project_cents.md").stat().st_mtime) == 3
+    asked = len(fake_api.requests)
+
+    report = replay(unpacked, env=kernel_env())
+    assert report.ok, report.error
+    assert len(fake_api.requests) == asked  # no request left the folder
+    assert report.agent_turns == 2 and report.same_answers == 2 and report.changed_answers == []
+    assert "Replayed demo.ipynb" in report.describe()
+    executed = nbformat.read(str(unpacked.notebook), as_version=4)
+    replayed = [o for c in executed.cells for o in c.get("outputs", []) if TURN_MIME in o.get("data", {})]
+    assert replayed[-1]["data"][TURN_MIME]["tool_calls"][0]["input"]["file_path"] == \
+        str(target / "memory" / "project_cents.md")
+
+
+def test_replay_that_asks_more_than_was_recorded_fails_clearly(tmp_path: Path) -> None:
+    """A bundle whose recording no longer matches fails with the recorded difference."""
+    folder = tmp_path / "p"
+    seed_project(folder)
+    notebook = make_notebook(folder)
+    env = dict(os.environ, JUPYTER_MEMORY_DIR=str(folder / "memory"))
+    session = Session(folder, config=AgentConfig.from_env(env), env=env)
+    Recording.new(folder / "demo.recording.json", session)  # no exchanges recorded
+    unpacked = unpack(pack(notebook).path, tmp_path / "fresh")
+    report = replay(unpacked, env=kernel_env(), timeout=60)
+    assert not report.ok and "ReplayMismatch" in report.error
+    assert "all 0 recorded exchanges" in report.error
+
+
+def make_recorded(tmp_path: Path, memory_text: str = CENTS) -> Path:
+    folder = tmp_path / "p"
+    memdir = seed_project(folder)
+    (memdir / "project_cents.md").write_text(memory_text)
+    notebook = make_notebook(folder)
+    env = dict(os.environ, JUPYTER_MEMORY_DIR=str(memdir))
+    Recording.new(folder / "demo.recording.json", Session(folder, config=AgentConfig.from_env(env), env=env))
+    return notebook
+
+
+def test_pack_refuses_credentials_unless_allowed(tmp_path: Path) -> None:
+    notebook = make_recorded(tmp_path, CENTS + "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG\n")
+    with pytest.raises(SecretRefused, match=r"memory/project_cents\.md line"):
+        pack(notebook)
+    assert not notebook.with_name("demo.bundle.zip").exists()
+    assert pack(notebook, allow_secrets=True).path.is_file()
+
+
+def test_pack_needs_a_recording_and_never_overwrites_other_files(tmp_path: Path) -> None:
+    notebook = make_recorded(tmp_path)
+    other = tmp_path / "notes.zip"
+    other.write_bytes(b"not a bundle")
+    with pytest.raises(BundleError, match="refusing to overwrite"):
+        pack(notebook, other)
+    assert other.read_bytes() == b"not a bundle"
+    first = pack(notebook)
+    assert pack(notebook).path == first.path  # an earlier bundle is replaced
+    with pytest.raises(BundleError, match="matches no file"):
+        pack(notebook, include=["*.parquet"])
+    with pytest.raises(BundleError, match="inside the notebook's folder"):
+        pack(notebook, include=["../*.csv"])
+    with pytest.raises(RecordingError, match="not a text file"):
+        pack(notebook, recording=first.path)
+    (notebook.parent / "demo.recording.json").unlink()
+    with pytest.raises(BundleError, match="No recording at"):
+        pack(notebook)
+
+
+def test_unpack_refuses_unsafe_bundles_and_used_folders(tmp_path: Path) -> None:
+    notebook = make_recorded(tmp_path)
+    good = pack(notebook).path
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    with pytest.raises(BundleError, match="not an empty folder"):
+        unpack(good, busy)
+    assert (busy / "keep.txt").read_text() == "mine"
+
+    evil = tmp_path / "evil.zip"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(buffer, "w") as dst:
+        for name in src.namelist():
+            dst.writestr(name, src.read(name))
+        dst.writestr("memory/../../escape.txt", "gotcha")
+    evil.write_bytes(buffer.getvalue())
+    with pytest.raises(BundleError, match="unsafe or unknown entry"):
+        unpack(evil, tmp_path / "out")
+    assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "out").exists()
+    (tmp_path / "plain.zip").write_bytes(b"PK nonsense")
+    with pytest.raises(BundleError, match="not a zip file"):
+        unpack(tmp_path / "plain.zip", tmp_path / "out2")
+
+
+def test_bundle_command_packs_and_unpacks(tmp_path: Path) -> None:
+    notebook = make_recorded(tmp_path)
+    registry = {}
+
+    def command(name, help, *arguments):
+        return lambda run: registry.setdefault(name, run)
+
+    bundle.register_bundle_command(command, lambda *flags, **options: (flags, options))
+    run = registry["bundle"]
+    out = io.StringIO()
+
+    def ctx(**args):
+        defaults = {"dest": None, "output": None, "recording": None, "include": [],
+                    "allow_secrets": False, "replay": False, "kernel": "python3", "timeout": 60}
+        return SimpleNamespace(args=SimpleNamespace(**{**defaults, **args}), env=os.environ,
+                               emit=lambda data, text: out.write(json.dumps(data) + "\n"))
+
+    assert run(ctx(action="pack", source=str(notebook), output=str(tmp_path / "b.zip"))) == 0
+    assert json.loads(out.getvalue().splitlines()[-1])["path"] == str(tmp_path / "b.zip")
+    assert run(ctx(action="unpack", source=str(tmp_path / "b.zip"), dest=str(tmp_path / "u"))) == 0
+    assert json.loads(out.getvalue().splitlines()[-1])["memdir"] == str(tmp_path / "u" / "memory")
+    with pytest.raises(BundleError, match="needs a destination"):
+        run(ctx(action="unpack", source=str(tmp_path / "b.zip")))

@@ -1,0 +1,434 @@
+"""Recording model exchanges and replaying them offline (SPEC §11, issue 7 item 4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from jupyter_memory import record
+from jupyter_memory.agent import TURN_MIME, run_turn
+from jupyter_memory.magics import load_ipython_extension
+from jupyter_memory.magics.agent import parse_subcommand
+from jupyter_memory.magics.state import forget_state
+from jupyter_memory.record import (
+    Normaliser,
+    Recording,
+    RecordingError,
+    ReplayMismatch,
+    describe_difference,
+    first_difference,
+)
+from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.testing.fake_api import ToolCall, Turn
+
+CENTS = (
+    "---\nname: revenue-in-cents\ndescription: sales.revenue is stored in cents\n"
+    "type: project\n---\nThe revenue column holds integer cents.\n"
+)
+INDEX = "- [Revenue in cents](project_cents.md) — sales.revenue holds cents\n"
+
+
+def make_session(folder: Path, extra_env: dict[str, str] | None = None, **config) -> Session:
+    """A session whose project is ``folder`` and whose memdir is ``folder/memory``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, JUPYTER_MEMORY_DIR=str(folder / "memory"), **(extra_env or {}))
+    return Session(folder, config=AgentConfig.from_env(env, **config), env=env)
+
+
+def seed_memory(folder: Path) -> Path:
+    memdir = folder / "memory"
+    memdir.mkdir(parents=True, exist_ok=True)
+    (memdir / "MEMORY.md").write_text(INDEX, encoding="utf-8")
+    (memdir / "project_cents.md").write_text(CENTS, encoding="utf-8")
+    return memdir
+
+
+def record_session(folder: Path, fake_api, prompts: list[str]) -> tuple[Path, list]:
+    """Record a session of ``prompts`` in ``folder``: answer, then a Read of a memory."""
+    memdir = seed_memory(folder)
+    fake_api.script([
+        Turn(text="Hello! How can I help?"),
+        Turn(text="Let me check.", tool_calls=[ToolCall("Read", {"file_path": str(memdir / "project_cents.md")})]),
+        Turn(text=f"Revenue is stored in cents, as {memdir}/project_cents.md says."),
+    ][: 1 + 2 * (len(prompts) - 1)])
+    session = make_session(folder)
+    path = folder / "demo.recording.json"
+    record.start_recording(session, path)
+    results = [run_turn(session, p) for p in prompts]
+    record.stop(session)
+    return path, results
+
+
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+# --------------------------------------------------------------------------- normalising
+
+
+def test_normaliser_replaces_paths_date_and_platform_and_restores_them() -> None:
+    norm = Normaliser.build(
+        [("{{MEMDIR}}", "/work/p/memory"), ("{{PROJECT}}", "/work/p"), ("{{CWD}}", "/work/p")],
+        today="2026-03-04", platform="Linux x86_64", python="3.11.9",
+    )
+    text = ("see /work/p/memory/x.md and /work/p/data.csv, not /work/p2/y or /work/p.bak; "
+            "end /work/p. Today's date is 2026-03-04.\n- Platform: Linux x86_64\n- Python: 3.11.9\n")
+    out = norm.text(text)
+    assert out == ("see {{MEMDIR}}/x.md and {{PROJECT}}/data.csv, not /work/p2/y or /work/p.bak; "
+                   "end {{PROJECT}}. Today's date is {{TODAY}}.\n- Platform: {{PLATFORM}}\n"
+                   "- Python: {{PYTHON}}\n")
+    assert norm.restore(out) == text
+    other = Normaliser.build([("{{MEMDIR}}", "/elsewhere/m"), ("{{PROJECT}}", "/elsewhere")],
+                             today="2026-03-04", platform="Darwin arm64", python="3.12.1")
+    assert other.restore(out).startswith("see /elsewhere/m/x.md and /elsewhere/data.csv")
+    assert "- Platform: Darwin arm64\n" in other.restore(out)
+
+
+def test_timestamps_are_normalised_in_requests_only() -> None:
+    norm = Normaliser.build([])
+    body = {"messages": [{"content": "     5\tmodified: 2026-03-04T10:11:12.345Z\nbody"}]}
+    assert norm.request(body)["messages"][0]["content"].endswith("modified: {{TIMESTAMP}}\nbody")
+    assert norm.response(body) == body
+
+
+def test_first_difference_names_the_path_and_both_values() -> None:
+    a = {"model": "m", "messages": [{"role": "user", "content": [{"text": "Plot revenue by month"}]}]}
+    b = {"model": "m", "messages": [{"role": "user", "content": [{"text": "Plot profit by month"}]}]}
+    assert first_difference(a, a) is None
+    where, old, new = first_difference(a, b)
+    assert where == "messages[0].content[0].text" and (old, new) == ("Plot revenue by month",
+                                                                     "Plot profit by month")
+    text = describe_difference(a, b)
+    assert "messages[0].content[0].text" in text and "revenue" in text and "profit" in text
+    where, old, _ = first_difference({"a": [1, 2]}, {"a": [1, 2, 3]})
+    assert where == "a[2]" and repr(old) == "(absent)"
+    assert first_difference({"x": 1}, {"x": 1, "y": 2})[0] == "y"
+
+
+def test_long_values_are_shortened_around_the_difference() -> None:
+    old = "x" * 5000 + "revenue" + "y" * 5000
+    new = "x" * 5000 + "profit" + "y" * 5000
+    text = describe_difference({"t": old}, {"t": new})
+    assert len(text) < 300 and "revenue" in text and "profit" in text
+
+
+# --------------------------------------------------------------------------- record & replay
+
+
+def test_replay_in_another_folder_gives_the_recorded_turns_offline(
+    tmp_path: Path, fake_api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, recorded = record_session(tmp_path / "a", fake_api, ["Hello", "How is revenue stored?"])
+    assert [r.status for r in recorded] == ["ok", "ok"]
+    data = json.loads(path.read_text())
+    assert data["format"] == record.FORMAT and len(data["exchanges"]) == 3
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    raw = path.read_text()
+    assert str(tmp_path / "a") not in raw  # every path was normalised
+    asked = len(fake_api.requests)
+
+    offline(monkeypatch)
+    target = tmp_path / "b"
+    seed_memory(target)
+    copy = target / "demo.recording.json"
+    copy.write_text(raw)
+    session = make_session(target)
+    replayer = record.start_replay(session, copy)
+    replayed = [run_turn(session, p) for p in ["Hello", "How is revenue stored?"]]
+    assert [r.status for r in replayed] == ["ok", "ok"]
+    assert len(fake_api.requests) == asked  # nothing reached the live endpoint
+    assert replayer.served == 3 and replayer.mismatches == []
+    memdir_b = target / "memory"
+    assert replayed[0].answer == recorded[0].answer
+    assert replayed[1].answer == recorded[1].answer.replace(str(tmp_path / "a"), str(target))
+    call = replayed[1].record["tool_calls"][0]
+    assert call["input"]["file_path"] == str(memdir_b / "project_cents.md")
+    assert "integer cents" in call["result"]
+    for mine, theirs in zip(replayed, recorded, strict=True):
+        for key in ("session_id", "started", "ended", "usage", "turn"):
+            assert mine.record[key] == theirs.record[key], key
+        assert [r["id"] for r in mine.record["requests"]] == [r["id"] for r in theirs.record["requests"]]
+        assert [r["sent"] for r in mine.record["requests"]] == [r["sent"] for r in theirs.record["requests"]]
+    record.stop(session)
+    assert "today" not in vars(session) and session.client_factory is None
+
+
+def test_a_changed_prompt_is_refused_with_the_first_difference(
+    tmp_path: Path, fake_api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = record_session(tmp_path / "a", fake_api, ["Plot revenue by month"])
+    offline(monkeypatch)
+    session = make_session(tmp_path / "a")
+    replayer = record.start_replay(session, path)
+    result = run_turn(session, "Plot profit by month")
+    assert result.status == "error" and session.messages == []
+    message = replayer.take_new_mismatch()
+    assert replayer.take_new_mismatch() is None  # reported once
+    assert "not in the recording demo.recording.json" in message
+    assert "First difference at messages[0].content[" in message
+    assert '"Plot revenue by month"' in message and '"Plot profit by month"' in message
+    assert "%agent record" in message
+
+
+def test_a_changed_memory_index_is_refused_too(
+    tmp_path: Path, fake_api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = record_session(tmp_path / "a", fake_api, ["Hello"])
+    offline(monkeypatch)
+    (tmp_path / "a" / "memory" / "MEMORY.md").write_text(INDEX.replace("holds cents", "is dollars"))
+    session = make_session(tmp_path / "a")
+    replayer = record.start_replay(session, path)
+    run_turn(session, "Hello")
+    message = replayer.take_new_mismatch()
+    assert "messages[0].content[0].text" in message and "dollars" in message
+
+
+def test_more_requests_than_recorded_are_refused(
+    tmp_path: Path, fake_api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = record_session(tmp_path / "a", fake_api, ["Hello"])
+    offline(monkeypatch)
+    session = make_session(tmp_path / "a")
+    replayer = record.start_replay(session, path)
+    assert run_turn(session, "Hello").ok
+    assert not run_turn(session, "And another thing").ok
+    assert "all 1 recorded exchanges have been served" in replayer.take_new_mismatch()
+
+
+def test_prefetch_selector_calls_are_recorded_and_replayed(
+    tmp_path: Path, fake_api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Side calls (the small model choosing memories) run in a thread and use create()."""
+
+    def respond(body: dict) -> Turn:
+        if any(t.get("name") == "select_memories" for t in body.get("tools", [])):
+            return Turn(tool_calls=[ToolCall("select_memories",
+                                             {"selected_memories": ["project_cents.md"]})])
+        last = body["messages"][-1]["content"]
+        if any(b.get("type") == "tool_result" for b in last):
+            return Turn(text="Revenue is in cents.")
+        return Turn(text="Looking.", tool_calls=[ToolCall("Glob", {"pattern": "*.csv"})])
+
+    fake_api.responder = respond
+    folder = tmp_path / "a"
+    seed_memory(folder)
+    session = make_session(folder, recall_mode="prefetch")
+    path = folder / "p.recording.json"
+    record.start_recording(session, path)
+    live = run_turn(session, "how is the revenue column stored?")
+    record.stop(session)
+    exchanges = Recording.load(path).exchanges
+    assert sorted(e["stream"] for e in exchanges) == [False, True, True]
+    assert any("project_cents.md" in json.dumps(m) for m in live.record["messages"])
+
+    offline(monkeypatch)
+    again = make_session(folder, recall_mode="prefetch")
+    replayer = record.start_replay(again, path)
+    replayed = run_turn(again, "how is the revenue column stored?")
+    assert replayed.ok, "\n".join(replayer.mismatches)
+    assert replayer.served == 3 and replayed.answer == live.answer
+    assert replayed.record["messages"] == live.record["messages"]
+
+
+def test_background_extraction_is_recorded_and_replayed_in_step(
+    tmp_path: Path, fake_api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The extraction agent forks the conversation after a turn, in a thread. Recorded and
+    replayed, it finishes before the cell does, so both runs make the same requests."""
+    role = "---\nname: role\ndescription: the person is a data analyst\ntype: user\n---\nAnalyst.\n"
+
+    def respond(body: dict) -> Turn:
+        fork = "memory extraction agent" in json.dumps(body["messages"][-1])
+        last = body["messages"][-1]["content"]
+        if any(b.get("type") == "tool_result" for b in last):
+            return Turn(text="Saved the role.")
+        memdir = Path(os.environ["JUPYTER_MEMORY_DIR"])
+        if fork and not (memdir / "user_role.md").exists():
+            return Turn(tool_calls=[ToolCall("Write", {"file_path": str(memdir / "user_role.md"),
+                                                       "content": role})])
+        return Turn(text="Nothing new to keep." if fork else "Noted, analyst.")
+
+    fake_api.responder = respond
+    on = {"JUPYTER_MEMORY_EXTRACTION": "1"}
+    folder = tmp_path / "a"
+    seed_memory(folder)
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(folder / "memory"))
+    session = make_session(folder, on)
+    path = folder / "x.recording.json"
+    record.start_recording(session, path)
+    live = [run_turn(session, p) for p in ("I am a data analyst.", "What else?")]
+    record.stop(session)
+    written = (folder / "memory" / "user_role.md").read_text()
+    assert "origin: extraction" in written and written.endswith("Analyst.\n")
+    count = len(Recording.load(path).exchanges)
+    assert count == 5  # two turns, a fork that wrote (2 calls), a fork that did not (1)
+
+    offline(monkeypatch)
+    target = tmp_path / "b"
+    seed_memory(target)
+    (target / "x.recording.json").write_text(path.read_text())
+    again = make_session(target, on)
+    replayer = record.start_replay(again, target / "x.recording.json")
+    replayed = [run_turn(again, p) for p in ("I am a data analyst.", "What else?")]
+    assert replayer.mismatches == [] and replayer.served == count
+    assert [r.answer for r in replayed] == [r.answer for r in live]
+    def without_time(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("modified:")]
+
+    assert without_time((target / "memory" / "user_role.md").read_text()) == without_time(written)
+    log = again.log.path
+    assert log.parent.name == "replays" and log.is_file()  # not the recorded session's log
+    record.stop(again)
+    assert again.log.path.name == f"{again.session_id}.jsonl"
+
+
+def test_recording_shares_repeated_parts_between_requests(tmp_path: Path, fake_api) -> None:
+    path, _ = record_session(tmp_path / "a", fake_api, ["Hello", "How is revenue stored?"])
+    rec = Recording.load(path)
+    systems = {json.dumps(e["request"]["system"]) for e in rec.exchanges}
+    assert len(systems) == 1  # one blob, referenced three times
+    full = rec.request(rec.exchanges[2])
+    assert full["messages"][0]["role"] == "user" and isinstance(full["system"], list)
+    assert rec.exchanges[2]["digest"] == record.digest(full)
+    assert [m["role"] for m in full["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+
+
+def test_bad_recordings_are_explained(tmp_path: Path) -> None:
+    with pytest.raises(RecordingError, match="No recording at"):
+        Recording.load(tmp_path / "missing.recording.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(RecordingError, match="not valid JSON"):
+        Recording.load(bad)
+    bad.write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(RecordingError, match="not a jupyter-memory recording"):
+        Recording.load(bad)
+    bad.write_text(json.dumps({"format": record.FORMAT, "version": 99}))
+    with pytest.raises(RecordingError, match="version 99"):
+        Recording.load(bad)
+
+
+def test_recording_never_overwrites_another_file(tmp_path: Path) -> None:
+    notebook = tmp_path / "analysis.ipynb"
+    notebook.write_text('{"cells": []}')
+    session = make_session(tmp_path)
+    with pytest.raises(RecordingError, match="refusing to overwrite"):
+        record.start_recording(session, notebook)
+    assert notebook.read_text() == '{"cells": []}'
+    assert record.controller(session) is None
+
+
+def test_start_snapshot_holds_memory_conversation_and_instructions(tmp_path: Path) -> None:
+    seed_memory(tmp_path)
+    (tmp_path / "CLAUDE.md").write_text("Use polars, not pandas.\n")
+    session = make_session(tmp_path)
+    session.messages.append({"role": "user", "content": [{"type": "text", "text": f"hi {tmp_path}"}]})
+    rec = Recording.new(tmp_path / "x.recording.json", session)
+    start = rec.start
+    assert {m["file"] for m in start["memdir"]} == {"MEMORY.md", "project_cents.md"}
+    assert start["messages"][0]["content"][0]["text"] == "hi {{PROJECT}}"
+    assert {"path": "{{PROJECT}}/CLAUDE.md", "scope": "project",
+            "text": "Use polars, not pandas.\n"} in start["instructions"]
+
+
+def test_default_path_is_beside_the_notebook(tmp_path: Path) -> None:
+    assert record.default_recording_path(str(tmp_path / "sales.ipynb"), tmp_path) == \
+        tmp_path / "sales.recording.json"
+    assert record.default_recording_path(None, tmp_path) == tmp_path / "agent.recording.json"
+
+
+# --------------------------------------------------------------------------- the magics
+
+
+@pytest.fixture(scope="module")
+def shell(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
+    from traitlets.config import Config
+
+    os.environ.setdefault("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    return InteractiveShell.instance(config=config)
+
+
+@pytest.fixture
+def ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    project = tmp_path / "proj"
+    seed_memory(project)
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(project / "memory"))
+    monkeypatch.chdir(project)
+    forget_state(shell)
+    load_ipython_extension(shell)
+    yield shell
+    forget_state(shell)
+
+
+def run(shell: InteractiveShell, code: str):
+    with capture_output() as cap:
+        result = shell.run_cell(code, store_history=True)
+    return cap, result
+
+
+def answers(cap) -> list[str]:
+    return [o.data[TURN_MIME]["answer"] for o in cap.outputs if TURN_MIME in o.data]
+
+
+def test_subcommands_are_only_exact_first_words_with_fitting_arguments() -> None:
+    assert parse_subcommand("resume") == ("resume", [])
+    assert parse_subcommand("resume notes/analysis.ipynb") == ("resume", ["notes/analysis.ipynb"])
+    assert parse_subcommand("record off") == ("record", ["off"])
+    assert parse_subcommand("replay 'my file.json'") == ("replay", ["my file.json"])
+    assert parse_subcommand("status") == ("status", [])
+    for prompt in ("resume the analysis of last week", "status of the job?", "statuses",
+                   "Record the revenue", "replay it's broken", "what is the status"):
+        assert parse_subcommand(prompt) is None, prompt
+
+
+def test_record_then_replay_through_the_magics(ip, fake_api, monkeypatch, tmp_path) -> None:
+    fake_api.script([Turn(text="First answer."), Turn(text="Second answer.")])
+    cap, _ = run(ip, "%agent record demo.recording.json")
+    assert "Recording every model exchange to demo.recording.json" in cap.stdout
+    assert answers(run(ip, "%%agent\nWhat is in memory?")[0]) == ["First answer."]
+    assert answers(run(ip, "%agent And then?")[0]) == ["Second answer."]
+    assert "2 exchanges" in run(ip, "%agent status")[0].stdout
+    assert "Stopped recording" in run(ip, "%agent record off")[0].stdout
+
+    offline(monkeypatch)
+    forget_state(ip)
+    load_ipython_extension(ip)  # a fresh kernel
+    cap, _ = run(ip, "%agent replay demo.recording.json")
+    assert "Replaying 2 recorded model exchanges from demo.recording.json" in cap.stdout
+    assert answers(run(ip, "%%agent\nWhat is in memory?")[0]) == ["First answer."]
+    assert "replaying" in run(ip, "%agent status")[0].stdout
+    cap, result = run(ip, "%agent And then, differently?")
+    assert isinstance(result.error_in_exec, ReplayMismatch)
+    assert "First difference at messages[" in str(result.error_in_exec)
+    assert answers(cap) == []
+    assert "Stopped replaying" in run(ip, "%agent replay off")[0].stdout
+
+
+def test_replay_setting_in_the_environment_wins_over_record(ip, fake_api, monkeypatch) -> None:
+    fake_api.script([Turn(text="Recorded answer.")])
+    run(ip, "%agent record env.recording.json")
+    run(ip, "%agent Hello there")
+    run(ip, "%agent record off")
+    offline(monkeypatch)
+    monkeypatch.setenv(record.REPLAY_ENV, "env.recording.json")
+    forget_state(ip)
+    load_ipython_extension(ip)
+    cap, _ = run(ip, "%agent record env.recording.json")
+    assert "(JUPYTER_MEMORY_REPLAY)" in cap.stdout and "instead of recording" in cap.stdout
+    assert answers(run(ip, "%agent Hello there")[0]) == ["Recorded answer."]
+
+
+def test_missing_recording_fails_the_cell(ip, monkeypatch) -> None:
+    offline(monkeypatch)
+    _, result = run(ip, "%agent replay nowhere.recording.json")
+    assert isinstance(result.error_in_exec, RecordingError)
+    assert "No recording at nowhere.recording.json" in str(result.error_in_exec)

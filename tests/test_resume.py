@@ -1,0 +1,381 @@
+"""Resuming after a restart: from the saved notebook, from the JSONL log, from the
+reference tool's logs (issue 7 item 3; SPEC §7 "Resume", §9)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from jupyter_memory.agent import TURN_MIME, digest, run_turn
+from jupyter_memory.context import wire_messages
+from jupyter_memory.magics import load_ipython_extension
+from jupyter_memory.magics.render import turn_bundle
+from jupyter_memory.magics.state import forget_state
+from jupyter_memory.resume import (
+    ResumeError,
+    conversation_from_log,
+    conversation_from_notebook,
+    import_transcript,
+    register_transcript_command,
+    resume_session,
+    transcript_command,
+)
+from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.testing.fake_api import ToolCall, Turn
+from jupyter_memory.transcript import CONTINUE_PROMPT, NOOP_REPLY, read_entries
+
+FIXTURE_LOGS = ("short.jsonl", "tool_heavy.jsonl", "subagent.jsonl",
+                "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl")
+CENTS = (
+    "---\nname: revenue-in-cents\ndescription: sales.revenue is stored in cents\n"
+    "type: project\n---\nThe revenue column holds integer cents.\n"
+)
+
+
+def make_session(folder: Path, **config) -> Session:
+    folder.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, JUPYTER_MEMORY_DIR=str(folder / "memory"))
+    return Session(folder, config=AgentConfig.from_env(env, **config), env=env)
+
+
+def seed_memory(folder: Path) -> None:
+    memdir = folder / "memory"
+    memdir.mkdir(parents=True, exist_ok=True)
+    (memdir / "MEMORY.md").write_text("- [Revenue in cents](project_cents.md) — cents\n")
+    (memdir / "project_cents.md").write_text(CENTS)
+
+
+def responder(body: dict) -> Turn:
+    """Answers by content, so concurrent side calls cannot take each other's turn."""
+    if any(t.get("name") == "select_memories" for t in body.get("tools", [])):
+        return Turn(tool_calls=[ToolCall("select_memories", {"selected_memories": ["project_cents.md"]})])
+    last = body["messages"][-1]["content"]
+    if any(b.get("type") == "tool_result" for b in last):
+        return Turn(text="The revenue column holds cents.")
+    text = " ".join(b.get("text", "") for b in last if b.get("type") == "text")
+    if "revenue" in text:
+        return Turn(text="Let me look.", tool_calls=[ToolCall("Glob", {"pattern": "*.csv"})])
+    return Turn(text=f"You said: {text.split()[-1]}")
+
+
+def notebook_of(cells: list[tuple[str, dict | None]]) -> nbformat.NotebookNode:
+    """A notebook as Jupyter saves it: agent cells carry their turn bundle as output."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_markdown_cell("# Sales analysis"))
+    for source, record in cells:
+        cell = nbformat.v4.new_code_cell(source)
+        if record is not None:
+            cell.outputs = [nbformat.v4.new_output("display_data", data=turn_bundle(record))]
+        nb.cells.append(cell)
+    return nb
+
+
+def save(nb: nbformat.NotebookNode, path: Path) -> Path:
+    nbformat.write(nb, str(path))
+    return path
+
+
+@pytest.fixture
+def recorded_session(tmp_path: Path, fake_api):
+    """Three turns in prefetch mode: a memory is attached as a meta message on the way."""
+    fake_api.responder = responder
+    folder = tmp_path / "proj"
+    seed_memory(folder)
+    session = make_session(folder, recall_mode="prefetch", wait_for_prefetch=True)
+    results = [run_turn(session, p) for p in
+               ("Hello there", "how is the revenue column stored?", "thanks, bye")]
+    assert all(r.ok for r in results)
+    return session, results
+
+
+def same_next_request(a: Session, b: Session) -> bool:
+    return digest(a.assemble().body) == digest(b.assemble().body)
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+def test_resume_from_saved_notebook_equals_the_original(recorded_session, tmp_path) -> None:
+    original, results = recorded_session
+    assert any(m.get("_meta") for m in original.messages)  # a recalled memory rides along
+    nb = notebook_of([("%%agent\nHello there", results[0].record), ("x = 41 + 1", None),
+                      ("%%agent\nhow is the revenue column stored?", results[1].record),
+                      ("%agent thanks, bye", results[2].record)])
+    path = save(nb, original.cwd / "analysis.ipynb")
+
+    fresh = make_session(original.cwd, recall_mode="prefetch", wait_for_prefetch=True)  # a restart
+    resumed = resume_session(fresh, path)
+    assert fresh.messages == json.loads(json.dumps(original.messages))
+    assert same_next_request(fresh, original)
+    assert fresh.turn_count == 3 and resumed.turns == 3 and resumed.cleanups == {}
+    assert resumed.session_ids == [original.session_id]
+    assert resumed.describe().startswith("Resumed 3 turns from analysis.ipynb")
+
+
+def test_resume_from_the_jsonl_log_equals_the_original(recorded_session) -> None:
+    original, _ = recorded_session
+    fresh = make_session(original.cwd, recall_mode="prefetch", wait_for_prefetch=True)
+    resumed = resume_session(fresh, original.log.path)
+    assert resumed.source == "log" and resumed.turns == 3
+    assert wire_messages(fresh.messages) == wire_messages(original.messages)
+    assert same_next_request(fresh, original)
+
+
+def test_resumed_session_continues_and_its_own_log_resumes_again(recorded_session, fake_api) -> None:
+    original, _ = recorded_session
+    fresh = make_session(original.cwd, recall_mode="prefetch", wait_for_prefetch=True)
+    resume_session(fresh, original.log.path)
+    assert run_turn(fresh, "one more").ok
+    sent = fake_api.requests[-1].body["messages"]
+    assert "Hello there" in json.dumps(sent) and "one more" in json.dumps(sent)
+    third = make_session(original.cwd, recall_mode="prefetch")
+    resume_session(third, fresh.log.path)  # the new log starts with the resumed conversation
+    assert wire_messages(third.messages) == wire_messages(fresh.messages)
+
+
+def test_cleared_and_deleted_cells_are_not_part_of_it(recorded_session, tmp_path) -> None:
+    _, results = recorded_session
+    nb = notebook_of([("%%agent\nHello there", results[0].record),
+                      ("%%agent\nhow is the revenue column stored?", None),  # outputs cleared
+                      ("%agent thanks, bye", results[2].record)])
+    resumed = conversation_from_notebook(save(nb, tmp_path / "n.ipynb"))
+    expected = results[0].record["messages"] + results[2].record["messages"]
+    assert resumed.messages == json.loads(json.dumps(expected))
+    assert resumed.turns == 2 and resumed.skipped == {"cleared_agent_cells": 1}
+    assert "1 agent cell without output left out" in resumed.describe()
+
+
+def test_restart_and_run_all_takes_only_cells_above_the_current_one(recorded_session, tmp_path) -> None:
+    _, results = recorded_session
+    nb = notebook_of([("%%agent\nHello there", results[0].record),
+                      ("%%agent\nhow is the revenue column stored?", results[1].record),
+                      ("%agent thanks, bye", results[2].record)])
+    path = save(nb, tmp_path / "n.ipynb")
+    first = conversation_from_notebook(path, before_source="%%agent\nHello there\n")
+    assert first.messages == [] and first.turns == 0
+    third = conversation_from_notebook(path, before_source="%agent thanks, bye")
+    assert third.turns == 2
+    new_cell = conversation_from_notebook(path, before_source="%agent a cell not saved yet")
+    assert new_cell.turns == 3
+
+
+def test_cut_off_turn_gets_the_resume_clean_ups(tmp_path: Path) -> None:
+    ask = {"role": "user", "content": [{"type": "text", "text": "load the data"}]}
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Glob",
+                                              "input": {"pattern": "*"}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.csv"}]}
+    dangling = {"role": "assistant", "content": [
+        {"type": "text", "text": "Reading it."},
+        {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "a.csv"}}]}
+    nb = notebook_of([("%%agent\nload the data", {"session_id": "s1", "messages": [ask, call, result]}),
+                      ("%%agent\nagain", {"session_id": "s1", "messages": [dangling]})])
+    resumed = conversation_from_notebook(save(nb, tmp_path / "cut.ipynb"))
+    roles = [m["role"] for m in resumed.messages]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert resumed.messages[3]["content"] == [{"type": "text", "text": "Reading it."}]
+    assert resumed.messages[4]["content"][-1]["text"] == CONTINUE_PROMPT
+    assert resumed.messages[5]["content"][0]["text"] == NOOP_REPLY
+    assert resumed.cleanups["unfinished_tool_uses"] == 1 and resumed.interrupted == "turn"
+
+
+def test_compaction_restarts_the_conversation_at_what_it_left(tmp_path: Path, fake_api) -> None:
+    from jupyter_memory.compaction import compact
+    from jupyter_memory.magics.compact import compaction_bundle
+
+    folder = tmp_path / "proj"
+    seed_memory(folder)
+    (folder / "sales.csv").write_text("month,revenue\n1,1000\n2,1500\n")
+    fake_api.script([
+        Turn(text="Reading it.", tool_calls=[ToolCall("Read", {"file_path": str(folder / "sales.csv")})]),
+        Turn(text="It has 2 rows."),
+        Turn(text="<analysis>scratch</analysis>\n<summary>1. The person loaded sales.csv.</summary>"),
+        Turn(text="Still 2 rows."),
+    ])
+    session = make_session(folder)
+    first = run_turn(session, "load the sales file")
+    made = compact(session).to_json()
+    assert made["files"] and made["summary"].startswith("1. The person")
+    second = run_turn(session, "and now?")
+    cells = [("%%agent\nload the sales file", first.record), ("%compact", None),
+             ("%%agent\nand now?", second.record)]
+    nb = notebook_of(cells)
+    nb.cells[2].outputs = [nbformat.v4.new_output("display_data", data=compaction_bundle(made))]
+    path = save(nb, tmp_path / "c.ipynb")
+
+    fresh = make_session(folder)
+    resumed = resume_session(fresh, path)
+    assert resumed.compacted and resumed.summary == made["summary"]
+    assert fresh.messages == json.loads(json.dumps(session.messages))  # summary, file, turn
+    assert same_next_request(fresh, session)
+    assert "load the sales file" not in json.dumps(fresh.messages[0])
+
+    # The same compaction made automatically during the second turn is in its record.
+    auto = dict(second.record, compactions=[made])
+    nb = notebook_of([("%%agent\nload the sales file", first.record), ("%%agent\nand now?", auto)])
+    again = conversation_from_notebook(save(nb, tmp_path / "auto.ipynb"))
+    assert again.messages == fresh.messages and again.turns == 2
+
+
+def test_bad_paths_are_explained(tmp_path: Path) -> None:
+    session = make_session(tmp_path / "p")
+    with pytest.raises(ResumeError, match="which notebook"):
+        resume_session(session)
+    with pytest.raises(ResumeError, match="No notebook at"):
+        resume_session(session, tmp_path / "missing.ipynb")
+    (tmp_path / "broken.ipynb").write_text("{ not json")
+    with pytest.raises(ResumeError, match="Could not read the notebook"):
+        resume_session(session, tmp_path / "broken.ipynb")
+
+
+# --------------------------------------------------------------------------- reference logs
+
+
+@pytest.mark.parametrize("name", FIXTURE_LOGS)
+def test_reference_logs_import_and_resume(name: str, fixtures_dir: Path, tmp_path: Path,
+                                          fake_api) -> None:
+    source = tmp_path / name
+    shutil.copy(fixtures_dir / "transcripts" / name, source)
+    project = tmp_path / "proj"
+    project.mkdir()
+    imported = import_transcript(source, cwd=project)
+    original = conversation_from_log(source)
+    again = conversation_from_log(imported.path)
+    assert wire_messages(again.messages) == wire_messages(original.messages)
+    assert again.compacted == original.compacted and again.summary == original.summary
+    assert original.messages[0]["role"] == "user"
+    assert all(a["role"] != b["role"] for a, b in zip(original.messages, original.messages[1:], strict=False))
+    assert sum(original.skipped.values()) > 0  # progress, snapshots, ... were skipped
+
+    fake_api.script([Turn(text="Continuing.")])
+    session = make_session(project)
+    resume_session(session, imported.path)
+    assert run_turn(session, "where were we?").ok
+    assert fake_api.requests[-1].status == 200
+
+
+def test_long_reference_log_keeps_its_compaction_summary(fixtures_dir: Path, tmp_path: Path) -> None:
+    name = FIXTURE_LOGS[-1]
+    shutil.copy(fixtures_dir / "transcripts" / name, tmp_path / name)
+    resumed = conversation_from_log(tmp_path / name)
+    assert resumed.compacted and resumed.summary_index == 0
+    assert resumed.summary and resumed.summary in resumed.messages[0]["content"][0]["text"]
+    entries = read_entries(tmp_path / name, from_last_boundary=False)
+    logged = sum(1 for e in entries if e.get("type") in ("user", "assistant"))
+    assert entries.stats.lines_read > 2000 and len(resumed.messages) < logged / 4
+
+
+def test_transcript_command_lists_shows_and_imports(fixtures_dir: Path, tmp_path: Path) -> None:
+    registry = {}
+
+    def command(name, help, *arguments):
+        def register(run):
+            registry[name] = (help, arguments, run)
+            return run
+        return register
+
+    register_transcript_command(command, lambda *flags, **options: (flags, options))
+    assert registry["transcript"][2] is transcript_command
+    project = tmp_path / "proj"
+    project.mkdir()
+
+    def call(action, file=None, as_json=True):
+        out = io.StringIO()
+
+        def emit(data, text):
+            out.write(json.dumps(data) if as_json else text)
+
+        ctx = SimpleNamespace(args=SimpleNamespace(action=action, file=file), env=os.environ,
+                              project=project, emit=emit)
+        assert transcript_command(ctx) == 0
+        return out.getvalue()
+
+    shutil.copy(fixtures_dir / "transcripts" / "short.jsonl", tmp_path / "short.jsonl")
+    shown = json.loads(call("show", str(tmp_path / "short.jsonl")))
+    assert shown["source"] == "log" and shown["messages"][0]["role"] == "user"
+    assert "user:" in call("show", str(tmp_path / "short.jsonl"), as_json=False)
+    imported = json.loads(call("import", str(tmp_path / "short.jsonl")))
+    listed = json.loads(call("list"))
+    assert [row["session_id"] for row in listed] == [imported["session_id"]]
+    assert "%agent resume" in call("import", str(tmp_path / "short.jsonl"), as_json=False)
+
+
+# --------------------------------------------------------------------------- a real restart
+
+
+@pytest.fixture(scope="module")
+def shell(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
+    from traitlets.config import Config
+
+    os.environ.setdefault("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    return InteractiveShell.instance(config=config)
+
+
+@pytest.fixture
+def ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    project = tmp_path / "proj"
+    seed_memory(project)
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(project / "memory"))
+    monkeypatch.chdir(project)
+    forget_state(shell)
+    load_ipython_extension(shell)
+    yield shell
+    forget_state(shell)
+
+
+def run(shell: InteractiveShell, code: str):
+    with capture_output() as cap:
+        result = shell.run_cell(code, store_history=True)
+    result.raise_error()
+    return cap
+
+
+def cell_record(cap) -> dict:
+    return [o.data[TURN_MIME] for o in cap.outputs if TURN_MIME in o.data][-1]
+
+
+def test_kernel_restart_resumes_from_the_notebook_on_the_next_turn(ip, fake_api, monkeypatch) -> None:
+    fake_api.responder = responder
+    first = cell_record(run(ip, "%%agent\nHello there"))
+    second = cell_record(run(ip, "%agent thanks, bye"))
+    path = save(notebook_of([("%%agent\nHello there", first), ("%agent thanks, bye", second)]),
+                Path.cwd() / "analysis.ipynb")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+
+    forget_state(ip)
+    load_ipython_extension(ip)  # the kernel restarted: a fresh session
+    cap = run(ip, "%%agent\nagain please")
+    assert "Resumed 2 turns from analysis.ipynb" in cap.stdout
+    sent = json.dumps(fake_api.requests[-1].body["messages"])
+    assert "Hello there" in sent and "thanks, bye" in sent and "again please" in sent
+    assert cell_record(cap)["turn"] == 3
+    assert "Resumed" not in run(ip, "%agent and more").stdout  # only once per session
+
+
+def test_auto_resume_can_be_switched_off_and_resume_is_explicit(ip, fake_api, monkeypatch) -> None:
+    fake_api.responder = responder
+    first = cell_record(run(ip, "%%agent\nHello there"))
+    path = save(notebook_of([("%%agent\nHello there", first)]), Path.cwd() / "analysis.ipynb")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    forget_state(ip)
+    load_ipython_extension(ip)
+    run(ip, "%config Agent.auto_resume = False")
+    assert "Resumed" not in run(ip, "%agent fresh start").stdout
+    assert "Hello there" not in json.dumps(fake_api.requests[-1].body["messages"])
+    cap = run(ip, "%agent resume")
+    assert "Resumed 1 turn from analysis.ipynb" in cap.stdout
+    status = run(ip, "%agent status").stdout
+    assert "1 turns" in status and "analysis.ipynb" in status
+    cap = run(ip, "%agent resume the analysis of last week")  # a prompt, not the subcommand
+    assert "Resumed" not in cap.stdout and "week" in json.dumps(fake_api.requests[-1].body)
+    assert "No session log" in run(ip, "%agent resume nowhere.jsonl").stdout
