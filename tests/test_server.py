@@ -9,6 +9,7 @@ functions that run the client's coroutines on the fixture's loop.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -122,6 +123,8 @@ def notebook(jp_root_dir: Path) -> str:
 @pytest.fixture
 def call(jp_fetch: Callable[..., Any], jp_asyncio_loop: Any) -> Callable[..., tuple[int, Any]]:
     """Send one request; return (status, decoded JSON body), errors included."""
+    # An earlier test's asyncio.run() leaves no current loop; the client looks it up.
+    asyncio.set_event_loop(jp_asyncio_loop)
 
     def send(*parts: str, method: str = "GET", body: Any = None, **kwargs: Any) -> tuple[int, Any]:
         if body is not None and not isinstance(body, (str, bytes)):
@@ -152,6 +155,7 @@ def raw_call(
     jp_asyncio_loop: Any,
 ) -> Callable[..., tuple[int, Any]]:
     """Send a request to an exact, already-encoded URL path (to test encoded traversal)."""
+    asyncio.set_event_loop(jp_asyncio_loop)
 
     def send(path: str, method: str = "GET") -> tuple[int, Any]:
         try:
