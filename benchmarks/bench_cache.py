@@ -46,6 +46,10 @@ def run(turns: int) -> dict[str, float]:
         data_file.write_text("\n".join(f"row {i}: revenue {i * 17} cents" for i in range(80)))
         (project / "CLAUDE.md").write_text("Use polars, not pandas. Money is in cents.\n")
         os.environ["JUPYTER_MEMORY_DIR"] = str(tmp_path / "memory")
+        # Main turns only: the background agents (extraction, session notes) make model
+        # calls of their own that would take this script's scripted replies.
+        os.environ["JUPYTER_MEMORY_EXTRACTION"] = "0"
+        os.environ["JUPYTER_MEMORY_SESSION_MEMORY"] = "0"
         os.environ["CLAUDE_CONFIG_DIR"] = str(tmp_path / "claude")
         with FakeAnthropic() as server:
             os.environ["ANTHROPIC_BASE_URL"] = server.base_url

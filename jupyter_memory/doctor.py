@@ -28,10 +28,10 @@ from .guard import find_secrets
 from .index import (
     INDEX_NAME,
     check,
+    edit_entries,
     format_entry,
     normalize_file,
     parse_index,
-    remove_entry,
     upsert_entry,
 )
 from .memory import Memory
@@ -427,29 +427,26 @@ def repair(
         memories = store.list()
         files = {m.file for m in memories}
         before = store.read_index_for_edit()
-        text = before
-        index = parse_index(text)
+        index = parse_index(before)
         counts: dict[str, int] = defaultdict(int)
         for entry in index.entries:
             counts[normalize_file(entry.file)] += 1
         for target, count in counts.items():
             if target in files and count > 1:
-                first = index.find(target)
-                assert first is not None
-                text = upsert_entry(text, target, first.title, first.hook)
                 report.fixed.append(f"removed {count - 1} duplicate pointer line(s) for {target}")
-        for target in counts:
-            if target not in files:
-                text = remove_entry(text, target)
-                report.fixed.append(f"removed the pointer to missing file {target}")
+        missing = [target for target in counts if target not in files]
+        for target in missing:
+            report.fixed.append(f"removed the pointer to missing file {target}")
+        add = []
         for memory in sorted(memories, key=lambda m: m.file):
-            if memory.indexed or parse_index(text).find(memory.file) is not None:
+            if memory.indexed or counts.get(memory.file):
                 continue
             line = format_entry(memory.name, memory.file, memory.description or "")
             if find_secrets(line):
                 continue  # doctor keeps reporting it; a person must look at this file
-            text = upsert_entry(text, memory.file, memory.name, memory.description or "")
+            add.append((memory.file, memory.name, memory.description or ""))
             report.fixed.append(f"added a pointer line for {memory.file}")
+        text = edit_entries(before, remove=missing, dedupe=True, add=add)
         if text != before:
             atomic_write(store.index_path, text.encode("utf-8", errors="surrogateescape"))
     report.left = doctor(store, env=env)

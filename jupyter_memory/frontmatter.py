@@ -432,7 +432,7 @@ def _plain_ok(text: str, flow: bool = False, loader: type = yaml.SafeLoader) -> 
         return False
     if ": " in text or " #" in text or text.endswith(":"):
         return False
-    if flow and any(char in text for char in ",[]{}"):
+    if flow and any(char in text for char in ",[]{}?:"):
         return False
     for _tag, regex in loader.yaml_implicit_resolvers.get(text[0], ()):
         if regex.match(text):

@@ -246,14 +246,23 @@ def _mask(secret: str) -> str:
     return f"{secret[:keep]}…[{len(secret)} chars hidden]"
 
 
-def _excerpt(text: str, start: int, end: int) -> str:
+def _excerpt(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> str:
+    """The line holding ``start``, with every credential found on it masked (not only this one)."""
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", start)
     if line_end < 0:
         line_end = len(text)
-    shown_end = min(end, line_end)
-    line = text[line_start:start] + _mask(text[start:end]) + text[shown_end:line_end]
-    line = line.strip()
+    pieces: list[str] = []
+    position = line_start
+    for s_start, s_end in spans:
+        if s_end <= line_start or s_start >= line_end:
+            continue
+        s_start = max(s_start, line_start)
+        pieces.append(text[position:s_start])
+        pieces.append(_mask(text[s_start:min(s_end, line_end)]))
+        position = min(s_end, line_end)
+    pieces.append(text[position:line_end])
+    line = "".join(pieces).strip()
     if len(line) > 120:
         position = start - line_start
         begin = max(0, position - 40)
@@ -273,8 +282,10 @@ def find_secrets(text: str) -> list[SecretFinding]:
                 continue  # a more specific detector already reported this text
             hits.append((start, end, detector.kind))
     hits.sort()
+    spans = [(start, end) for start, end, _ in hits]
     return [
-        SecretFinding(kind, text.count("\n", 0, start) + 1, _excerpt(text, start, end), start, end)
+        SecretFinding(kind, text.count("\n", 0, start) + 1, _excerpt(text, start, end, spans),
+                      start, end)
         for start, end, kind in hits
     ]
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -378,6 +379,42 @@ def remove_entry(text: str, file: str) -> str:
     if not drop:
         return text
     return "\n".join(line for i, line in enumerate(_split(text)) if i not in drop)
+
+
+def edit_entries(
+    text: str,
+    *,
+    remove: Iterable[str] = (),
+    dedupe: bool = False,
+    add: Sequence[tuple[str, str, str]] = (),
+) -> str:
+    """Many pointer edits in one pass (what ``repair`` needs for thousands of files).
+
+    Drops every line pointing at a file in ``remove``, with ``dedupe`` every line after the
+    first that points at the same file, and appends a line per ``(file, title, hook)`` in
+    ``add`` whose file has no line yet. Untouched lines stay byte for byte.
+    """
+    index = parse_index(text)
+    gone = {normalize_file(f) for f in remove}
+    seen: set[str] = set()
+    drop: set[int] = set()
+    for entry in index.entries:
+        target = normalize_file(entry.file)
+        if target in gone or (dedupe and target in seen):
+            drop.add(entry.line - 1)
+        seen.add(target)
+    lines = [line for i, line in enumerate(_split(text)) if i not in drop]
+    present = seen - gone
+    new = [(f, t, h) for f, t, h in add if normalize_file(f) not in present]
+    if not new:
+        return "\n".join(lines) if drop else text
+    while lines and lines[-1].strip() == "":
+        lines.pop()
+    ending = "\r" if lines and lines[-1].endswith("\r") else ""
+    if index.open_fence:  # an unclosed code block would swallow the new pointers
+        lines.append("```" + ending)
+    lines.extend(format_entry(title, file, hook) + ending for file, title, hook in new)
+    return _join(lines)
 
 
 def rename_entry(text: str, old_file: str, new_file: str) -> str:

@@ -7,6 +7,7 @@ prompt cache to hold (SPEC §5).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 IDENTITY = """\
@@ -190,9 +191,21 @@ def session_system_prompt(
     return "\n\n".join(parts)
 
 
+_REMINDER_TAG = re.compile(r"<(/?)\s*system-reminder\s*>", re.IGNORECASE)
+
+
+def neutralize_reminder_tags(text: str) -> str:
+    """Defuse ``<system-reminder>`` tags inside quoted text (memories, files, cells).
+
+    A memory or file that contained ``</system-reminder>`` would otherwise close the
+    harness's wrapper early, and what follows would read as the person's own words.
+    """
+    return _REMINDER_TAG.sub(lambda m: f"[{m.group(1)}system-reminder]", text)
+
+
 def system_reminder(text: str) -> str:
     """Wrap harness-provided context so the model can tell it from the person's words."""
-    return f"<system-reminder>\n{text.strip()}\n</system-reminder>"
+    return f"<system-reminder>\n{neutralize_reminder_tags(text.strip())}\n</system-reminder>"
 
 
 CONTEXT_PREAMBLE = (

@@ -267,6 +267,7 @@ class MemoryStore:
         if key.endswith(".md"):
             with contextlib.suppress(InvalidPath):
                 rel = self.normalize(key)
+                self.resolve(rel)  # a symlink that leads out is not a memory
                 found = describe(self.memdir, rel, cache=self.cache)
                 if found is not None:
                     return found
@@ -564,7 +565,7 @@ class MemoryStore:
                 changes[PROVENANCE_FIELD] = self._provenance(provenance)
                 if self.session_id and not path.exists() and doc.get("originSessionId") is None:
                     changes["originSessionId"] = self.session_id
-            final = frontmatter.update(text, changes)
+            final = _marked(text, doc, changes)
         check_no_secrets(final, f"memory {rel}")
         with self.writing():
             created = not path.exists()
@@ -633,6 +634,23 @@ class MemoryStore:
             return path.read_bytes()[:65536].decode("utf-8", errors="replace")
         except OSError:
             return ""
+
+
+def _marked(text: str, doc: frontmatter.Document, changes: dict[str, Any]) -> str:
+    """``text`` with ``changes`` in its header, checked by reading it back.
+
+    The in-place edit keeps every other header line byte for byte. A header written in
+    an unusual YAML style (a flow mapping, an explicit ``? key``) can defeat a line
+    edit, which would leave a forged ``origin`` or break the header; then the header is
+    written afresh from its parsed fields, so the provenance mark always holds.
+    """
+    final = frontmatter.update(text, changes)
+    check = frontmatter.parse(final)
+    if check.error is None and all(check.get(k) == v for k, v in changes.items()):
+        return final
+    fields = dict(doc.fields)
+    fields.update(changes)
+    return frontmatter.render(fields, doc.body)
 
 
 def _text(value: Any) -> str | None:

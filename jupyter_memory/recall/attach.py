@@ -18,6 +18,7 @@ from typing import Any
 
 from ..context import META_KEY
 from ..freshness import age_days, age_text, staleness_reminder
+from ..prompts import neutralize_reminder_tags
 from .conversation import RECALL_KIND
 from .limits import MAX_FILE_BYTES, MAX_FILE_LINES
 
@@ -140,7 +141,7 @@ def attachment_message(
     excerpt = read_excerpt(path, max_bytes=max_bytes, max_lines=max_lines)
     days = age_days(mtime, now)
     header = header_text(file, path, days)
-    body = excerpt.text.rstrip("\n")
+    body = neutralize_reminder_tags(excerpt.text.rstrip("\n"))
     parts = [header, body]
     if excerpt.truncated:
         parts.append(_truncation_note(excerpt, path))

@@ -1,0 +1,1 @@
+"""Hardening: crash safety, the bad-input corpus, path escapes, injection, fuzzing."""
