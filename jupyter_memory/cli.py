@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -118,7 +119,7 @@ class Context:
         if self.json:
             self.out(json.dumps(data, ensure_ascii=False, indent=2))
         elif text is not None:
-            self.out(text)
+            self.out(printable(text))
 
 
 # --------------------------------------------------------------------------- parser
@@ -218,6 +219,14 @@ def _tolerant(stream: TextIO) -> TextIO:
 
 
 # --------------------------------------------------------------------------- helpers
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters shown as escapes, so a memory cannot drive the
+    terminal (colour codes, cursor moves, a fake prompt) when it is listed or shown."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def _table(memories: Sequence[Memory]) -> str:

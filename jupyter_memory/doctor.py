@@ -13,8 +13,11 @@ overwrites a topic file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import stat as stat_mod
+import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +26,7 @@ from typing import Any, Literal
 
 from . import frontmatter
 from .errors import InvalidPath
-from .fsutil import atomic_write
+from .fsutil import atomic_write, is_temp_file
 from .guard import find_secrets
 from .index import (
     INDEX_NAME,
@@ -333,10 +336,44 @@ def doctor(
             )
     findings.extend(_duplicates(memories, docs))
     findings.extend(_index_findings(store, {m.file for m in memories}))
+    findings.extend(
+        Finding(
+            "stale_temp_file",
+            "info",
+            rel,
+            f"{rel} is the temporary file of a write that was interrupted over an hour ago; "
+            "it holds no memory. Repair deletes it.",
+            fixable=True,
+        )
+        for rel in _stale_temp_files(store.memdir)
+    )
     if check_projects:
         findings.extend(_project_findings(store, env))
     findings.sort(key=lambda f: (_SEVERITY_ORDER[f.severity], f.code, f.file or ""))
     return findings
+
+
+#: Temporary files younger than this may belong to a write in progress in another kernel.
+STALE_TEMP_SECONDS = 3600
+
+
+def _stale_temp_files(memdir: Path, now: float | None = None) -> list[str]:
+    """Leftover ``.name.*.tmp`` files of interrupted atomic writes, oldest first."""
+    now = time.time() if now is None else now
+    found: list[tuple[float, str]] = []
+    for folder, dirs, names in os.walk(memdir):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if not is_temp_file(name):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat_mod.S_ISREG(st.st_mode) and now - st.st_mtime > STALE_TEMP_SECONDS:
+                found.append((st.st_mtime, os.path.relpath(path, memdir).replace(os.sep, "/")))
+    return [rel for _, rel in sorted(found)]
 
 
 # --------------------------------------------------------------------------- repair
@@ -447,6 +484,10 @@ def repair(
             add.append((memory.file, memory.name, memory.description or ""))
             report.fixed.append(f"added a pointer line for {memory.file}")
         text = edit_entries(before, remove=missing, dedupe=True, add=add)
+        for rel in _stale_temp_files(store.memdir):
+            with contextlib.suppress(FileNotFoundError):
+                (store.memdir / rel).unlink()
+                report.fixed.append(f"deleted {rel}, the leftover of an interrupted write")
         if text != before:
             atomic_write(store.index_path, text.encode("utf-8", errors="surrogateescape"))
     report.left = doctor(store, env=env)

@@ -408,6 +408,7 @@ class MemoryStore:
         if body and not body.endswith("\n"):
             body += "\n"
         text = frontmatter.render(fields, body)
+        _check_size(text, f"memory {rel}")
         check_no_secrets(text, f"memory {rel}")
         with self.writing():
             if path.exists():
@@ -489,6 +490,7 @@ class MemoryStore:
                 )
             else:
                 new = frontmatter.update(old, {}, body=body)
+            _check_size(new, f"memory {rel}")
             check_no_secrets(new, f"memory {rel}")
             if new != old:
                 atomic_write(path, new)
@@ -566,6 +568,7 @@ class MemoryStore:
                 if self.session_id and not path.exists() and doc.get("originSessionId") is None:
                     changes["originSessionId"] = self.session_id
             final = _marked(text, doc, changes)
+        _check_size(final, f"memory {rel}")
         check_no_secrets(final, f"memory {rel}")
         with self.writing():
             created = not path.exists()
@@ -577,6 +580,7 @@ class MemoryStore:
 
     def write_index(self, text: str) -> WriteResult:
         """Replace ``MEMORY.md``. Always written; the check says if it is near or over the limits."""
+        _check_size(text, INDEX_NAME)
         check_no_secrets(text, INDEX_NAME)
         with self.writing():
             created = not self.index_path.exists()
@@ -634,6 +638,21 @@ class MemoryStore:
             return path.read_bytes()[:65536].decode("utf-8", errors="replace")
         except OSError:
             return ""
+
+
+#: Largest memory (or index) the store writes. A memory is a note of one fact; a file
+#: this size is a data dump, and checking it for credentials would hold the lock for long.
+MAX_MEMORY_BYTES = 1024 * 1024
+
+
+def _check_size(text: str, where: str) -> None:
+    size = len(text.encode("utf-8", errors="surrogateescape"))
+    if size > MAX_MEMORY_BYTES:
+        raise InvalidMemory(
+            f"{where} would be {size:,} bytes; a memory holds at most {MAX_MEMORY_BYTES:,}. "
+            "Keep one short fact per file and point to where bulky data lives instead of "
+            "copying it in. Nothing was written."
+        )
 
 
 def _marked(text: str, doc: frontmatter.Document, changes: dict[str, Any]) -> str:

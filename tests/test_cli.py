@@ -301,3 +301,19 @@ def test_context_command_text_json_and_raw(tmp_path, monkeypatch):
              stdout=out, stderr=_io.StringIO())
     body = _json.loads(out.getvalue())
     assert "revenue is in cents" not in out.getvalue() and body["system"]
+
+
+def test_human_output_escapes_terminal_control_characters(tmp_path):
+    import io as _io
+
+    from jupyter_memory.cli import main as cli_main
+
+    env = {"HOME": str(tmp_path), "JUPYTER_MEMORY_DIR": str(tmp_path / "mem")}
+    mem = tmp_path / "mem"
+    mem.mkdir()
+    (mem / "evil.md").write_text("---\nname: evil\ndescription: \"red \\e[31m text\"\n---\n"
+                                 "body \x1b]0;owned\x07 end\n")
+    out = _io.StringIO()
+    cli_main(["list"], env=env, stdout=out, stderr=_io.StringIO())
+    cli_main(["show", "evil"], env=env, stdout=out, stderr=_io.StringIO())
+    assert "\x1b" not in out.getvalue() and "\\x1b" in out.getvalue()

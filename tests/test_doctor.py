@@ -182,3 +182,26 @@ def test_project_whose_root_exists_is_not_orphaned(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     assert [f.code for f in doctor(_project_store(other, env), env=env)] == []
+
+
+def test_stale_temp_files_are_reported_and_repaired(tmp_path):
+    import os
+    import time
+
+    from jupyter_memory.doctor import doctor, repair
+    from jupyter_memory.store import MemoryStore
+
+    store = MemoryStore(tmp_path / "mem")
+    store.create("a", "a fact", "project", "A.")
+    old = store.memdir / ".project_a.md.abc123.tmp"
+    old.write_text("half a write")
+    past = time.time() - 2 * 3600
+    os.utime(old, (past, past))
+    fresh = store.memdir / ".project_b.md.def456.tmp"
+    fresh.write_text("a write in progress elsewhere")
+    codes = [(f.code, f.file) for f in doctor(store)]
+    assert ("stale_temp_file", ".project_a.md.abc123.tmp") in codes
+    assert all(file != ".project_b.md.def456.tmp" for _, file in codes)
+    report = repair(store)
+    assert not old.exists() and fresh.exists()
+    assert any("interrupted write" in line for line in report.fixed)

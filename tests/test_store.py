@@ -441,3 +441,16 @@ def test_threads_do_not_lose_writes(store: MemoryStore) -> None:
     assert len(set(index_files(store))) == 45
     assert all(m.indexed for m in store.list())
     assert not [n for n in os.listdir(store.memdir) if n.endswith(".tmp")]
+
+
+def test_oversized_memory_is_refused_and_nothing_written(tmp_path):
+    from jupyter_memory.store import MAX_MEMORY_BYTES, InvalidMemory, MemoryStore
+
+    store = MemoryStore(tmp_path / "mem")
+    big = "x" * (MAX_MEMORY_BYTES + 1)
+    with pytest.raises(InvalidMemory, match="at most 1,048,576"):
+        store.create("big", "too big", "project", big)
+    with pytest.raises(InvalidMemory):
+        store.write_file("project_big.md", "---\nname: big\n---\n" + big, provenance="agent")
+    mem = tmp_path / "mem"
+    assert not mem.exists() or not list(mem.glob("*.md"))
