@@ -366,8 +366,15 @@ def report(
         real, source = counted_tokens, "count_tokens"
     if real is not None:
         fixed = estimate - totals["messages"]
-        totals["messages"] = max(0, real - fixed)
-        used = fixed + totals["messages"]
+        if real >= fixed:
+            totals["messages"] = real - fixed
+        elif estimate:
+            # The estimate of the fixed parts alone overshoots the real total: scale every
+            # category so they still add up to what the endpoint counted.
+            scale = real / estimate
+            totals = {name: round(tokens * scale) for name, tokens in totals.items()}
+            totals["messages"] += real - sum(totals.values())
+        used = real
     categories = tuple(Category(name, totals[name], tuple(items)) for name, items in by_cat.items())
     return ContextReport(
         model=model,

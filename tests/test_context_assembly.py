@@ -151,3 +151,13 @@ def test_estimate_counts_cjk_denser_than_ascii():
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd" * 10) == 10
     assert estimate_tokens("收入以分为单位") == 7
+
+
+def test_report_scales_categories_when_the_real_total_is_below_the_estimate():
+    assembled = assemble(state([user("q"), assistant("a"), user("q2")]))
+    estimate = sum(p.tokens for p in assembled.parts)
+    real_total = estimate // 2
+    rep = report(assembled, last_usage=Usage(real_total, 0, 0, 0))
+    assert rep.used == real_total
+    cats = {c.name: c.tokens for c in rep.categories}
+    assert sum(cats.values()) == real_total and cats["messages"] > 0

@@ -360,7 +360,7 @@ def budget_gauges(report: ContextReport, messages: Sequence[Mapping[str, Any]] =
                         PREFETCH_SESSION_BYTES, "bytes", spent))
     th = report.thresholds
     left = max(0, th.autocompact - report.used)
-    gauges.append(Gauge("compaction", "Context before automatic compaction", report.used,
+    gauges.append(Gauge("compaction", "Context before autocompact", report.used,
                         th.autocompact, "tokens", f"{left:,} tokens of headroom left",
                         th.warning / th.autocompact if th.autocompact else 0.9))
     return gauges

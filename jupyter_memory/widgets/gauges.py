@@ -42,7 +42,7 @@ class BudgetGauges(widgets.VBox):
                 f"{g.value:,} / {g.limit:,} {esc(g.unit)} ({100 * g.fraction:.1f}%)"
                 f"{_WORDS[g.level]}" + (f" <i>{esc(g.note)}</i>" if g.note else "")
             )
-            label = widgets.Label(g.label, layout=widgets.Layout(width="250px"))
+            label = widgets.Label(g.label, layout=widgets.Layout(width="290px"))
             rows.append(widgets.HBox([label, bar, words]))
         self.children = rows
 

@@ -1,22 +1,14 @@
 """End to end in a real browser: JupyterLab with the extension, driven by Playwright.
 
 One JupyterLab server (root, HOME, config and memdir all under tmp) serves every test
-here; Debian's chromium is the browser. Locally the tests skip with the reason when
-chromium, Playwright or the built extension is missing; in CI (``CI=true``) they fail
-instead, so a broken setup cannot pass as green. Screenshots go to ``test-artifacts/``.
+here; Debian's chromium is the browser. The server and browser fixtures, and when they
+skip or fail, are in ``conftest.py``. Screenshots go to ``test-artifacts/``.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,43 +22,12 @@ pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TURN_MIME = "application/vnd.jupyter-memory.turn+json"
 PANEL_TAB = '.jp-SideBar [data-id="jupyter-memory-panel"]'
 PATH_CELL = (
     "from jupyter_memory.notebook_path import current_notebook_path\n"
     "print('NOTEBOOK=' + str(current_notebook_path()))"
 )
-
-
-def _unavailable(reason: str) -> None:
-    """Skip locally, but fail in CI, where a missing browser means a broken setup."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"browser test cannot run in CI: {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-def _labextension_installed() -> bool:
-    from jupyter_core.paths import jupyter_path
-
-    return any(
-        (Path(folder) / "jupyter-memory" / "package.json").is_file()
-        for folder in jupyter_path("labextensions")
-    )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # --------------------------------------------------------------------------- data
@@ -184,152 +145,13 @@ def _write_notebooks(root: Path) -> None:
     nbformat.write(turns, work / "turns.ipynb")
 
 
-# --------------------------------------------------------------------------- server
-
-
-class Lab:
-    """A running JupyterLab subprocess and what the tests need to reach it."""
-
-    def __init__(self, base: Path) -> None:
-        self.root = base / "root"
-        self.memdir = base / "memdir"
-        self.home = base / "home"
-        self.log_path = base / "lab.log"
-        self.port = _free_port()
-        self.token = secrets.token_hex(16)
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        config = self.home / ".jupyter"
-        (config / "labconfig").mkdir(parents=True)
-        # No announcements or news prompts: nothing may reach outside this machine.
-        (config / "labconfig" / "page_config.json").write_text(
-            json.dumps(
-                {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
-            ),
-            encoding="utf-8",
-        )
-        env = {k: v for k, v in os.environ.items() if k != "JPY_SESSION_NAME"}
-        env.update(
-            HOME=str(self.home),
-            JUPYTER_CONFIG_DIR=str(config),
-            JUPYTER_DATA_DIR=str(self.home / ".local" / "share" / "jupyter"),
-            JUPYTER_RUNTIME_DIR=str(self.home / "runtime"),
-            JUPYTER_MEMORY_DIR=str(self.memdir),
-            CLAUDE_CONFIG_DIR=str(self.home / ".claude"),
-            PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
-        )
-        command = [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--allow-root",
-            "--ip=127.0.0.1",
-            f"--port={self.port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={self.root}",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.expose_app_in_browser=True",
-            "--LabApp.extension_manager=readonly",
-        ]
-        log = self.log_path.open("wb")
-        self.process = subprocess.Popen(
-            command, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT
-        )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited early:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(
-                    f"{self.url}/api/status?token={self.token}", timeout=2
-                ) as reply:
-                    if reply.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.5)
-        raise RuntimeError(f"JupyterLab did not answer within 120 s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-    def log_tail(self, lines: int = 60) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
-
-    def page_url(self, path: str) -> str:
-        return f"{self.url}/lab/tree/{path}?token={self.token}&reset"
-
-
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} not found (install it with: apt-get install -y chromium)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        _unavailable("Python Playwright is not installed (pip install playwright)")
-    if not _labextension_installed():
-        _unavailable(
-            "the jupyter-memory labextension is not installed in this environment "
-            "(run `make setup`, which builds and links it)"
-        )
-    lab = Lab(tmp_path_factory.mktemp("lab"))
-    lab.root.mkdir()
-    _seed_memdir(lab.memdir)
-    _write_notebooks(lab.root)
-    try:
-        lab.start()
-        yield lab
-    finally:
-        lab.stop()
+def seed_lab() -> Callable[[Any], None]:
+    def seed(lab: Any) -> None:
+        _seed_memdir(lab.memdir)
+        _write_notebooks(lab.root)
 
-
-@pytest.fixture(scope="module")
-def browser(lab: Lab) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture
-def page(browser: Any, lab: Lab, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A fresh browser context; its console log and the server log land in test-artifacts."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    messages: list[str] = []
-    page.on("console", lambda msg: messages.append(f"{msg.type}: {msg.text}"))
-    try:
-        yield page
-    finally:
-        ARTIFACTS.mkdir(exist_ok=True)
-        (ARTIFACTS / f"console-{request.node.name}.log").write_text(
-            "\n".join(messages) + "\n", encoding="utf-8"
-        )
-        (ARTIFACTS / "lab.log").write_text(lab.log_tail(400) + "\n", encoding="utf-8")
-        context.close()
+    return seed
 
 
 def _shot(page: Any, name: str) -> None:
@@ -337,7 +159,7 @@ def _shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
-def _open_notebook(page: Any, lab: Lab, path: str) -> None:
+def _open_notebook(page: Any, lab: Any, path: str) -> None:
     page.goto(lab.page_url(path))
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="visible")
 
@@ -352,7 +174,7 @@ def _open_panel(page: Any) -> Any:
 # --------------------------------------------------------------------------- tests
 
 
-def test_panel_lists_searches_and_forgets(page: Any, lab: Lab) -> None:
+def test_panel_lists_searches_and_forgets(page: Any, lab: Any) -> None:
     _open_notebook(page, lab, "work/analysis.ipynb")
     panel = _open_panel(page)
     items = panel.locator(".jp-MemoryPanel-item")
@@ -388,7 +210,7 @@ def test_panel_lists_searches_and_forgets(page: Any, lab: Lab) -> None:
     assert target.name not in (lab.memdir / "MEMORY.md").read_text(encoding="utf-8")
 
 
-def test_panel_refreshes_when_the_memdir_changes(page: Any, lab: Lab) -> None:
+def test_panel_refreshes_when_the_memdir_changes(page: Any, lab: Any) -> None:
     _open_notebook(page, lab, "work/analysis.ipynb")
     panel = _open_panel(page)
     panel.locator(".jp-MemoryPanel-item").first.wait_for(state="visible")
@@ -396,7 +218,7 @@ def test_panel_refreshes_when_the_memdir_changes(page: Any, lab: Lab) -> None:
     panel.get_by_text("from-the-cli").wait_for(state="visible")
 
 
-def test_memory_outside_the_root_opens_read_only(page: Any, lab: Lab) -> None:
+def test_memory_outside_the_root_opens_read_only(page: Any, lab: Any) -> None:
     _open_notebook(page, lab, "work/analysis.ipynb")
     panel = _open_panel(page)
     panel.get_by_role("button", name="Open ana-role").click()
@@ -407,7 +229,7 @@ def test_memory_outside_the_root_opens_read_only(page: Any, lab: Lab) -> None:
     _shot(page, "memory-view")
 
 
-def test_kernel_learns_the_notebook_path_and_its_renames(page: Any, lab: Lab) -> None:
+def test_kernel_learns_the_notebook_path_and_its_renames(page: Any, lab: Any) -> None:
     _open_notebook(page, lab, "work/analysis.ipynb")
     page.wait_for_function(
         "() => window.jupyterapp && document.querySelector('.jp-Notebook-ExecutionIndicator')"
@@ -443,7 +265,7 @@ def test_kernel_learns_the_notebook_path_and_its_renames(page: Any, lab: Lab) ->
     )
 
 
-def test_saved_turns_render_without_a_kernel(page: Any, lab: Lab) -> None:
+def test_saved_turns_render_without_a_kernel(page: Any, lab: Any) -> None:
     page.goto(lab.page_url("work/turns.ipynb"))
     # The notebook names no kernel: JupyterLab asks which to start; choose none.
     select = page.locator(".jp-Dialog")
