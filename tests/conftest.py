@@ -61,6 +61,22 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     return home
 
 
+@pytest.fixture(scope="session")
+def shell(tmp_path_factory: pytest.TempPathFactory):
+    """The process's one real IPython shell, with history in memory (no file in any home).
+
+    ``InteractiveShell.instance()`` is a singleton, so every test module shares it; each
+    module's ``ip`` fixture loads the extension and resets the agent state around a test.
+    """
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    os.environ["IPYTHONDIR"] = str(tmp_path_factory.mktemp("ipython"))
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    return InteractiveShell.instance(config=config)
+
+
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.utils.capture import capture_output
+from shell_helpers import run
 
 from jupyter_memory.compaction import CLEARED_MARKER, SUMMARY_REQUEST_HEAD, SUMMARY_SECTIONS
 from jupyter_memory.magics import load_ipython_extension
@@ -20,14 +19,6 @@ SUMMARY = ("<analysis>private notes</analysis>\n<summary>\n1. Primary request an
            "count the **rows**.\n</summary>")
 
 
-@pytest.fixture(scope="session")
-def shell(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    from traitlets.config import Config
-
-    os.environ["IPYTHONDIR"] = str(tmp_path_factory.mktemp("ipython"))
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    return InteractiveShell.instance(config=config)
 
 
 @pytest.fixture
@@ -46,11 +37,6 @@ def ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     forget_state(shell)
 
 
-def run(shell: InteractiveShell, code: str):
-    with capture_output() as cap:
-        result = shell.run_cell(code, store_history=True)
-    result.raise_error()
-    return cap
 
 
 def session_of(shell: InteractiveShell):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.utils.capture import capture_output
+from shell_helpers import run
 
 from jupyter_memory.agent import TURN_MIME
 from jupyter_memory.magics import load_ipython_extension
@@ -24,15 +24,6 @@ def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def shell(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    """The process's one IPython shell, with history in memory (no file in any home)."""
-    from traitlets.config import Config
-
-    os.environ["IPYTHONDIR"] = str(tmp_path_factory.mktemp("ipython"))
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    return InteractiveShell.instance(config=config)
 
 
 @pytest.fixture
@@ -48,12 +39,6 @@ def ip(shell: InteractiveShell, tmp_path: Path, memdir: Path, monkeypatch: pytes
     forget_state(shell)
 
 
-def run(shell: InteractiveShell, code: str):
-    """Run a cell, re-raising any error it hit (as jupysql's test shell does)."""
-    with capture_output() as cap:
-        result = shell.run_cell(code, store_history=True)
-    result.raise_error()
-    return cap
 
 
 def records(cap) -> list[dict]:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
+from shell_helpers import run
 
 from jupyter_memory import frontmatter
 from jupyter_memory.archive import memdir_files
@@ -30,14 +31,6 @@ def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def shell(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    from traitlets.config import Config
-
-    os.environ["IPYTHONDIR"] = str(tmp_path_factory.mktemp("ipython"))
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    return InteractiveShell.instance(config=config)
 
 
 @pytest.fixture
@@ -55,11 +48,6 @@ def ip(shell: InteractiveShell, tmp_path: Path, memdir: Path, monkeypatch: pytes
     forget_state(shell)
 
 
-def run(shell: InteractiveShell, code: str):
-    with capture_output() as cap:
-        result = shell.run_cell(code, store_history=True)
-    result.raise_error()
-    return cap
 
 
 def remember(shell: InteractiveShell, options: str, body: str) -> str:

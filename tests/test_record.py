@@ -347,14 +347,6 @@ def test_default_path_is_beside_the_notebook(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the magics
 
 
-@pytest.fixture(scope="module")
-def shell(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    from traitlets.config import Config
-
-    os.environ.setdefault("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    return InteractiveShell.instance(config=config)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.utils.capture import capture_output
+from shell_helpers import run
 
 from jupyter_memory.agent import TURN_MIME, digest, run_turn
 from jupyter_memory.context import wire_messages
@@ -311,14 +311,6 @@ def test_transcript_command_lists_shows_and_imports(fixtures_dir: Path, tmp_path
 # --------------------------------------------------------------------------- a real restart
 
 
-@pytest.fixture(scope="module")
-def shell(tmp_path_factory: pytest.TempPathFactory) -> InteractiveShell:
-    from traitlets.config import Config
-
-    os.environ.setdefault("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    return InteractiveShell.instance(config=config)
 
 
 @pytest.fixture
@@ -333,11 +325,6 @@ def ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     forget_state(shell)
 
 
-def run(shell: InteractiveShell, code: str):
-    with capture_output() as cap:
-        result = shell.run_cell(code, store_history=True)
-    result.raise_error()
-    return cap
 
 
 def cell_record(cap) -> dict:

@@ -1,0 +1,181 @@
+"""Every example notebook replays offline and shows exactly the committed outputs.
+
+Each ``examples/NN-*.ipynb`` is copied with its recordings into a fresh folder and executed
+headless with nbclient, the way ``python -m jupyter_memory.demo`` runs the tour: no model
+variable at all, so every answer must come from the recording. A cell that fails (a
+request the recording does not hold, an exception) fails the test with the cell's error; a
+finished run must give the committed notebook's outputs, compared after removing what
+legitimately differs from run to run: the work folder's path (and the digests of request
+bodies that contain it), wall-clock timestamps, widget model ids, execution metadata, the random ids of pending memories, and
+whether a prefetch that a tool-less answer did not wait for had finished when the turn
+record was written (a race by design). Regenerate the committed notebooks and
+recordings with ``examples/make_recordings.py`` after a deliberate change.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from jupyter_memory.demo import (
+    execute_notebook,
+    kernel_env,
+    prepare_work,
+    scratch_folder,
+    static_outputs,
+)
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
+
+#: Wall-clock times: a replay keeps the recorded times of model calls, but file times,
+#: export names and the like are taken when the notebook runs.
+_DATETIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?")
+_MTIME_NS = re.compile(r'("mtime_ns": )\d+')
+#: A turn record's digest of each request body it sent: a hash of text that holds the work
+#: folder's path (the bodies themselves are compared with the path replaced).
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _work_folder(nb: Any) -> str | None:
+    """The folder a committed notebook ran in (``make_recordings.py`` notes it)."""
+    return (nb.metadata.get("jupyter_memory") or {}).get("executed_in")
+
+
+TURN_MIME = "application/vnd.jupyter-memory.turn+json"
+NOTICE_MIME = "application/vnd.jupyter-memory.notice+json"
+#: The two ways a turn record can describe memories prefetch picked for a turn that ended
+#: without a tool round: the prefetch never holds up the answer (docs/recall.md, Timing), so
+#: whether the small model had answered when the record was written is a race by design.
+_PREFETCH_RACE = ("selected and ready, but not attached",
+                  "the selector had not answered yet when this was recorded")
+
+
+def _settle_prefetch_race(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the racy part of a missed prefetch made the same in both outcomes."""
+    recall = record.get("recall") or {}
+    raced = [d for d in recall.get("decisions") or [] if str(d.get("reason", "")).startswith(_PREFETCH_RACE)]
+    if not raced:
+        return record
+    record = json.loads(json.dumps(record))
+    recall = record["recall"]
+    for d in recall["decisions"]:
+        if str(d.get("reason", "")).startswith(_PREFETCH_RACE):
+            d["reason"] = "{{PREFETCH NOT ATTACHED}}"
+            d.pop("sent_bytes", None)
+            d.pop("truncated", None)
+    for key in ("status", "selected"):
+        (recall.get("selector") or {}).pop(key, None)
+    return record
+
+
+def _pending_ids(nb: Any) -> list[str]:
+    """Ids of pending memories (approval mode), in the order the notebook shows them.
+
+    They are random per run, so each is replaced by its position, taken from the
+    extraction notices that announce them.
+    """
+    ids: list[str] = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            notice = (output.get("data") or {}).get(NOTICE_MIME) or {}
+            ids += [i for i in notice.get("pending") or [] if i not in ids]
+    return ids
+
+
+def comparable(nb: Any, folder: str | Path | None) -> list[list[str]]:
+    """Each code cell's outputs as normalised JSON text, one string per output."""
+    nb = static_outputs(nb)
+    pending = _pending_ids(nb)
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        outputs = []
+        for output in cell.get("outputs", []):
+            item = dict(output)
+            item.pop("execution_count", None)
+            if TURN_MIME in (item.get("data") or {}):
+                item["data"] = dict(item["data"])
+                item["data"][TURN_MIME] = _settle_prefetch_race(item["data"][TURN_MIME])
+            text = json.dumps(item, sort_keys=True, ensure_ascii=False, indent=1)
+            if folder:
+                for form in {str(folder), str(Path(folder).resolve())}:
+                    text = text.replace(form, "{{WORK}}")
+            text = _DATETIME.sub("{{DATETIME}}", text)
+            text = _MTIME_NS.sub(r"\1{{NS}}", text)
+            text = _DIGEST.sub("{{DIGEST}}", text)
+            for number, pending_id in enumerate(pending, 1):
+                text = text.replace(pending_id, f"{{{{PENDING {number}}}}}")
+            outputs.append(text)
+        cells.append(outputs)
+    return cells
+
+
+def drift(committed: list[list[str]], replayed: list[list[str]]) -> str:
+    """A readable account of the first cells whose outputs differ, or ''."""
+    report = []
+    if len(committed) != len(replayed):
+        report.append(f"{len(committed)} code cells committed, {len(replayed)} replayed")
+    for index, (old, new) in enumerate(zip(committed, replayed, strict=False)):
+        if old != new:
+            diff = difflib.unified_diff("\n".join(old).splitlines(), "\n".join(new).splitlines(),
+                                        "committed", "replayed", lineterm="", n=2)
+            report.append(f"code cell {index}:\n" + "\n".join(list(diff)[:60]))
+        if len(report) >= 3:
+            break
+    return "\n\n".join(report)
+
+
+def test_every_example_is_found() -> None:
+    names = [nb.name for nb in NOTEBOOKS]
+    assert names[:6] == ["01-tour.ipynb", "02-how-recall-works.ipynb",
+                         "03-writing-and-extraction.ipynb", "04-compaction.ipynb",
+                         "05-data-analysis.ipynb", "06-sharing.ipynb"]
+    for notebook in NOTEBOOKS:
+        assert list(EXAMPLES.glob(f"{notebook.stem}*.recording.json")) or \
+            (EXAMPLES / notebook.stem).is_dir(), f"{notebook.name} has no recording"
+        assert (EXAMPLES / "html" / f"{notebook.stem}.html").is_file(), \
+            f"{notebook.name} has no HTML copy in examples/html/"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
+def test_example_replays_without_drift(notebook: Path) -> None:
+    committed = nbformat.read(str(notebook), as_version=4)
+    scratch = scratch_folder()  # same path length as the committed run's folder
+    work = scratch / notebook.stem
+    try:
+        copy = prepare_work(notebook, work)
+        replayed = execute_notebook(copy, env=kernel_env(work / "home"), timeout=180)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    problem = drift(comparable(committed, _work_folder(committed)),
+                    comparable(replayed, work))
+    assert not problem, (
+        f"{notebook.name} replayed with different outputs than the committed notebook. If the "
+        f"change is intended, run examples/make_recordings.py {notebook.name[:2]}.\n{problem}")
+
+
+def test_comparison_sees_a_changed_answer(tmp_path: Path) -> None:
+    """The drift check itself: a different output in one cell is reported with its diff."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("1 + 1")]
+    nb.cells[0].outputs = [nbformat.v4.new_output(
+        "execute_result", {"text/plain": "2"}, execution_count=1)]
+    other = nbformat.from_dict(json.loads(nbformat.writes(nb)))
+    other.cells[0].outputs[0]["data"]["text/plain"] = "3"
+    assert drift(comparable(nb, None), comparable(nb, None)) == ""
+    report = drift(comparable(nb, None), comparable(other, None))
+    assert "code cell 0" in report and '-  "text/plain": "2"' in report
+    stamped = nbformat.from_dict(json.loads(nbformat.writes(nb)))
+    stamped.cells[0].outputs[0]["data"]["text/plain"] = f"saved {tmp_path}/x at 2026-03-04T10:00:00Z"
+    again = nbformat.from_dict(json.loads(nbformat.writes(stamped)))
+    again.cells[0].outputs[0]["data"]["text/plain"] = "saved /elsewhere/x at 2027-01-01T00:00:00.5Z"
+    assert drift(comparable(stamped, tmp_path), comparable(again, "/elsewhere")) == ""
