@@ -241,7 +241,8 @@ def run_turn(
             _consume_prefetch(turn, first_call=round_index == 0)
             _hooks(session, "before_call", turn, round_index)
             message = _call_model(turn, client, round_index)
-            content = [_block_to_dict(b) for b in message.content]
+            content = [_block_to_dict(b) for b in message.content] or [
+                {"type": "text", "text": EMPTY_REPLY}]
             turn.add({"role": "assistant", "content": content})
             turn.partial_text = ""
             tool_uses = [b for b in content if b["type"] == "tool_use"]
@@ -255,7 +256,7 @@ def run_turn(
         status, error = "interrupted", "Interrupted by the person; the conversation was kept consistent."
         _close_after_interrupt(turn)
     except Exception as exc:  # an API or network failure: report, keep the kernel alive
-        status, error = "error", _describe(exc)
+        status, error = "error", describe_failure(exc)
         _close_after_error(turn)
     session.turn_count += 1
     turn.memories_written = sorted(set(ctx.written_memdir_files) - turn.memories_before)
@@ -272,20 +273,32 @@ def run_turn(
     return result
 
 
-def _describe(exc: BaseException) -> str:
+def describe_failure(exc: BaseException) -> str:
+    """One clear sentence for any failure of a model call, without Python class names."""
     import anthropic
 
     if isinstance(exc, anthropic.APIError):
         return describe_api_error(exc)
     if isinstance(exc, JupyterMemoryError):
         return str(exc)
+    if _is_timeout(exc):
+        return ("The model endpoint did not answer in time (timeout). Run the cell again; "
+                "the conversation was kept consistent.")
     if _is_transport_error(exc):
         return ("The connection to the model endpoint broke in the middle of the answer. "
                 "Run the cell again; the conversation was kept consistent.")
     if isinstance(exc, json.JSONDecodeError):
         return ("The model endpoint sent a response that is not valid JSON; check "
                 "ANTHROPIC_BASE_URL points at a Messages API endpoint, then run the cell again.")
-    return f"The turn failed: {type(exc).__name__}: {exc}"
+    return f"The model call failed: {exc or type(exc).__name__}"
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    for name in ("httpx2", "httpx"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(exc, getattr(module, "TimeoutException", ())):
+            return True
+    return isinstance(exc, TimeoutError)
 
 
 def _is_transport_error(exc: BaseException) -> bool:
@@ -357,6 +370,9 @@ def _run_tools(turn: TurnState, tool_uses: list[dict[str, Any]], ctx: Any) -> No
         turn.added[-1]["content"].extend(extra)
         turn.activated.clear()
 
+
+#: Stands in for a reply with no content: the API refuses an empty assistant message later.
+EMPTY_REPLY = "(The model returned an empty reply.)"
 
 INTERRUPTED_TOOL = "The person interrupted the turn before this tool finished; it did not run."
 

@@ -324,17 +324,9 @@ def _now() -> str:
 
 def describe_error(exc: BaseException) -> str:
     """One sentence about a failed run, worded like the main loop's errors."""
-    try:
-        import anthropic
-    except ImportError:  # pragma: no cover - the SDK is a dependency
-        anthropic = None
-    if anthropic is not None and isinstance(exc, anthropic.APIError):
-        from .agent import describe_api_error
+    from .agent import describe_failure
 
-        return describe_api_error(exc)
-    if isinstance(exc, JupyterMemoryError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+    return describe_failure(exc)
 
 
 @dataclass
@@ -628,8 +620,12 @@ class ExtractionHook:
                 state = session.request_state([*request.messages, *fork])
                 return assemble(replace(state, tools=offered)).body
 
-            result = run_sandboxed(request.client, body_for, [first], run_tool,
-                                   max_calls=self.max_calls)
+            try:
+                result = run_sandboxed(request.client, body_for, [first], run_tool,
+                                       max_calls=self.max_calls)
+            except BaseException:
+                _put_back(store)  # a failed run changes nothing, not even half of it
+                raise
             run.calls, run.usage = result.calls, result.usage
             self._log(run, result.messages)
             run.before = dict(store.before)
@@ -779,6 +775,17 @@ class ExtractionHook:
                 report.index_restored = True
         run.undone = True
         return report
+
+
+def _put_back(store: RecordingStore) -> None:
+    """Restore every file a run wrote to the bytes it had before the run touched it."""
+    with store.writing():
+        for rel, earlier in store.before.items():
+            path = store.memdir / rel
+            if earlier is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, earlier)
 
 
 def _inside(raw: str, root: Path, real_memdir: str) -> bool:

@@ -320,7 +320,9 @@ def _summarise(
                 message = stream.get_final_message()
         except Exception as exc:
             if not _too_long(exc):
-                raise SummaryFailed(f"The summary request failed: {_describe(exc)}") from exc
+                from ..agent import describe_failure
+
+                raise SummaryFailed(f"The summary request failed: {describe_failure(exc)}") from exc
             cut = drop_point(work, _gap(exc)) if attempt <= MAX_TOO_LONG_RETRIES else None
             if cut is None:
                 raise SummaryFailed(_TOO_LONG_TEXT.format(attempts=attempt)) from exc
@@ -354,16 +356,6 @@ def _too_long(exc: BaseException) -> bool:
 def _gap(exc: BaseException) -> int | None:
     match = re.search(r"(\d+)\s*tokens?\s*>\s*(\d+)", str(exc))
     return int(match.group(1)) - int(match.group(2)) if match else None
-
-
-def _describe(exc: BaseException) -> str:
-    import anthropic
-
-    if isinstance(exc, anthropic.APIError):
-        from ..agent import describe_api_error
-
-        return describe_api_error(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _is_cut_point(messages: Sequence[dict[str, Any]], k: int, *, strict: bool) -> bool:
