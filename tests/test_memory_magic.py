@@ -305,3 +305,11 @@ def test_magics_document_themselves(ip):
     for word in ("edit", "export", "import", "why", "undo", "pending", "extraction"):
         assert f"%memory {word}" in memory.__doc__
     assert "Example" in remember_magic.__doc__ and "--offline" in remember_magic.__doc__
+
+
+def test_remember_strips_quotes_around_option_values(ip, memdir):
+    run(ip, '%%remember --type project --name cents -d "revenue is in cents, not euros"\n'
+            "Revenue is stored in cents.")
+    text = (memdir / "project_cents.md").read_text()
+    assert "description: revenue is in cents, not euros\n" in text
+    assert '"revenue is in cents' not in (memdir / "MEMORY.md").read_text()

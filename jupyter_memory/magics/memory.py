@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..errors import JupyterMemoryError
@@ -450,7 +450,8 @@ class MemoryMagics(Magics):
         from ..remember import remember_direct, remember_offline, remember_with_agent
 
         try:
-            args = parse_argstring(self.remember, line)
+            # shlex, not IPython's arg_split: quotes around a value must not end up in it.
+            args = self.remember.parser.parse_args(shlex.split(line))
         except Exception as exc:  # argparse errors and usage exits
             print(f"%%remember: could not read the options ({exc}).")
             return
