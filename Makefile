@@ -1,6 +1,6 @@
 # Two entry points that work on a fresh machine (see README):
 #   make demo  - set up, then run the bundled demo notebook offline
-#   make test  - set up, then lint and run the whole test suite
+#   make test  - set up, then lint, build the docs (strict) and run the whole test suite
 PYTHON ?= python3
 NPM    ?= npm
 VENV   ?= .venv
@@ -19,7 +19,7 @@ NODE_MODULES   := $(LABEXT)/node_modules/.package-lock.json
 # npm scripts call `jupyter labextension build`, so the venv comes first on PATH.
 WITH_VENV      := PATH="$(abspath $(BIN)):$$PATH"
 
-.PHONY: setup demo test lint clean labextension browser-deps
+.PHONY: setup demo test lint docs clean labextension browser-deps
 
 $(BUILDREQS):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -56,14 +56,21 @@ browser-deps:
 setup: $(STAMP) $(LABEXT_BUILT) browser-deps
 
 lint: setup
-	$(BIN)/ruff check jupyter_memory tests benchmarks
+	$(BIN)/ruff check jupyter_memory tests benchmarks examples
 
-test: lint
+# The documentation site (mkdocs.yml): --strict turns every warning, such as a broken link
+# or anchor, into a failure. The site is written to build/site.
+docs: setup
+	$(BIN)/mkdocs build --strict --quiet
+
+test: lint docs
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Runs examples/01-tour.ipynb headless and offline (it replays its recording) in a temp
+# folder, and writes the executed notebook and an HTML copy to build/demo/.
 demo: setup
 	$(BIN)/python -m jupyter_memory.demo
 
 clean:
-	rm -rf $(VENV) build dist jupyter_memory/labextension \
+	rm -rf $(VENV) build dist jupyter_memory/labextension examples/demo-home \
 	  $(LABEXT)/lib $(LABEXT)/node_modules $(LABEXT)/tsconfig.tsbuildinfo

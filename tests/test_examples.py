@@ -6,10 +6,11 @@ variable at all, so every answer must come from the recording. A cell that fails
 request the recording does not hold, an exception) fails the test with the cell's error; a
 finished run must give the committed notebook's outputs, compared after removing what
 legitimately differs from run to run: the work folder's path (and the digests of request
-bodies that contain it), wall-clock timestamps, widget model ids, execution metadata, the random ids of pending memories, and
-whether a prefetch that a tool-less answer did not wait for had finished when the turn
-record was written (a race by design). Regenerate the committed notebooks and
-recordings with ``examples/make_recordings.py`` after a deliberate change.
+bodies that contain it), wall-clock timestamps, widget model ids, execution metadata, the
+random ids of pending memories, and whether a prefetch that a tool-less answer did not wait
+for had finished when the turn record was written (a race by design). Regenerate the
+committed notebooks and recordings with ``examples/make_recordings.py`` after a deliberate
+change.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from jupyter_memory.demo import (
     prepare_work,
     scratch_folder,
     static_outputs,
+    write_html,
 )
+from jupyter_memory.demo import main as demo_main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
@@ -39,6 +42,8 @@ NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
 #: export names and the like are taken when the notebook runs.
 _DATETIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?")
 _MTIME_NS = re.compile(r'("mtime_ns": )\d+')
+#: The log of a replayed session is named after the moment the replay started.
+_REPLAY_LOG = re.compile(r"replay-\d{8}T\d+Z")
 #: A turn record's digest of each request body it sent: a hash of text that holds the work
 #: folder's path (the bodies themselves are compared with the path replaced).
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -59,19 +64,25 @@ _PREFETCH_RACE = ("selected and ready, but not attached",
 
 
 def _settle_prefetch_race(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with the racy part of a missed prefetch made the same in both outcomes."""
+    """``record`` with the racy part of a missed prefetch made the same in both outcomes.
+
+    When the small model had not answered yet, every memory it was shown reads "had not
+    answered"; when it had, the picked ones read "selected and ready, but not attached" and
+    the others "not selected". Both become one placeholder.
+    """
     recall = record.get("recall") or {}
-    raced = [d for d in recall.get("decisions") or [] if str(d.get("reason", "")).startswith(_PREFETCH_RACE)]
-    if not raced:
+    decisions = recall.get("decisions") or []
+    if not any(str(d.get("reason", "")).startswith(_PREFETCH_RACE) for d in decisions):
         return record
     record = json.loads(json.dumps(record))
     recall = record["recall"]
     for d in recall["decisions"]:
-        if str(d.get("reason", "")).startswith(_PREFETCH_RACE):
+        if d.get("path") == "B" and d.get("decision") in ("skipped", "not_selected"):
+            d["decision"] = "{{PREFETCH RACE}}"
             d["reason"] = "{{PREFETCH NOT ATTACHED}}"
             d.pop("sent_bytes", None)
             d.pop("truncated", None)
-    for key in ("status", "selected"):
+    for key in ("status", "selected", "attached"):
         (recall.get("selector") or {}).pop(key, None)
     return record
 
@@ -109,8 +120,11 @@ def comparable(nb: Any, folder: str | Path | None) -> list[list[str]]:
             if folder:
                 for form in {str(folder), str(Path(folder).resolve())}:
                     text = text.replace(form, "{{WORK}}")
+                    # the same folder as a key of <config>/projects/ (session logs, notes)
+                    text = text.replace(re.sub(r"[^A-Za-z0-9]", "-", form), "{{WORK KEY}}")
             text = _DATETIME.sub("{{DATETIME}}", text)
             text = _MTIME_NS.sub(r"\1{{NS}}", text)
+            text = _REPLAY_LOG.sub("replay-{{TIME}}", text)
             text = _DIGEST.sub("{{DIGEST}}", text)
             for number, pending_id in enumerate(pending, 1):
                 text = text.replace(pending_id, f"{{{{PENDING {number}}}}}")
@@ -179,3 +193,81 @@ def test_comparison_sees_a_changed_answer(tmp_path: Path) -> None:
     again = nbformat.from_dict(json.loads(nbformat.writes(stamped)))
     again.cells[0].outputs[0]["data"]["text/plain"] = "saved /elsewhere/x at 2027-01-01T00:00:00.5Z"
     assert drift(comparable(stamped, tmp_path), comparable(again, "/elsewhere")) == ""
+
+
+# --------------------------------------------------------------------------- the demo runner
+
+
+def test_kernel_env_keeps_model_variables_out_of_a_replay(tmp_path: Path) -> None:
+    base = {"PATH": "/bin", "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://x",
+            "JUPYTER_MEMORY_DIR": "/real/memory", "JUPYTER_MEMORY_EXTRACTION": "0",
+            "COLUMNS": "80", "HOME": "/home/ana"}
+    env = kernel_env(tmp_path / "home", base=base)
+    assert env == {"PATH": "/bin", "HOME": str(tmp_path / "home")}
+    live = kernel_env(tmp_path / "home", base=base, live=True, extra={"X": "1"})
+    assert live["ANTHROPIC_API_KEY"] == "k" and live["X"] == "1"
+    assert "JUPYTER_MEMORY_DIR" not in live
+
+
+def test_a_restart_tag_starts_a_new_kernel(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"),
+                nbformat.v4.new_markdown_cell("after a restart"),
+                nbformat.v4.new_code_cell("'x' in globals()")]
+    nb.cells[1].metadata["tags"] = ["restart-kernel"]
+    path = tmp_path / "two-kernels.ipynb"
+    nbformat.write(nb, str(path))
+    done = execute_notebook(path, env=kernel_env(tmp_path / "home"), timeout=60)
+    assert done.cells[2].execution_count == 1
+    assert done.cells[2].outputs[0]["data"]["text/plain"] == "False"
+    assert nbformat.read(str(path), as_version=4).cells[2].outputs  # saved in place
+
+
+def test_html_copy_uses_static_views_and_keeps_links_working(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("[next](02-next.ipynb) [docs](../docs/index.md) "
+                                              "[web](https://example.org) [top](#top)"),
+                nbformat.v4.new_code_cell("%memory")]
+    nb.cells[1].outputs = [nbformat.v4.new_output("display_data", {
+        "application/vnd.jupyter.widget-view+json": {"model_id": "abc", "version_major": 2,
+                                                     "version_minor": 0},
+        "text/html": "<b>static table</b>", "text/plain": "table"})]
+    page = write_html(nb, tmp_path / "examples" / "html" / "x.html",
+                      links_from=tmp_path / "examples").read_text(encoding="utf-8")
+    assert "<b>static table</b>" in page and "abc" not in page
+    assert 'href="../02-next.ipynb"' in page and 'href="../../docs/index.md"' in page
+    assert 'href="https://example.org"' in page and 'href="#top"' in page
+    assert "model_id" in json.dumps(nb.cells[1].outputs[0])  # the notebook itself is untouched
+
+
+def test_demo_live_without_a_model_says_how_to_connect(capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo_main(["--live"]) == 1
+    assert "--live needs a model: set ANTHROPIC_API_KEY" in capsys.readouterr().err
+
+
+def test_demo_outside_a_checkout_names_the_missing_notebook(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo_main(["--examples", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    message = capsys.readouterr().err
+    assert "01-tour.ipynb does not exist" in message and "--examples DIR" in message
+
+
+def test_a_missed_prefetch_compares_equal_whether_or_not_the_selector_had_answered() -> None:
+    def memory(file: str, decision: str, reason: str, **extra: Any) -> dict[str, Any]:
+        return {"file": file, "path": "B", "decision": decision, "reason": reason, **extra}
+
+    waiting = "the selector had not answered yet when this was recorded (the prefetch …)"
+    raced = {"answer": "A pie chart.", "recall": {"mode": "prefetch", "selector": {
+        "status": "running", "selected": [], "request": {"model": "m"}}, "decisions": [
+        memory("a.md", "skipped", waiting), memory("b.md", "skipped", waiting)]}}
+    ready = {"answer": "A pie chart.", "recall": {"mode": "prefetch", "selector": {
+        "status": "done", "selected": ["a.md"], "request": {"model": "m"}}, "decisions": [
+        memory("a.md", "skipped", "selected and ready, but not attached: …", sent_bytes=9,
+               truncated=None),
+        memory("b.md", "not_selected", "the model selector (m) did not pick it")]}}
+    assert _settle_prefetch_race(raced) == _settle_prefetch_race(ready)
+    other = json.loads(json.dumps(ready))
+    other["answer"] = "A bar chart."
+    assert _settle_prefetch_race(raced) != _settle_prefetch_race(other)
+    attached = {"answer": "x", "recall": {"decisions": [memory("a.md", "injected", "attached")]}}
+    assert _settle_prefetch_race(attached) is attached  # nothing raced: left as it was
