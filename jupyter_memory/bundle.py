@@ -104,8 +104,9 @@ class ReplayReport:
     def describe(self) -> str:
         if self.error:
             return f"Replay of {self.notebook.name} failed: {self.error}"
-        text = (f"Replayed {self.notebook.name}: {self.cells_run} cells, {self.agent_turns} agent "
-                f"turns, {self.same_answers} with the same answer as the bundled notebook")
+        turns = "agent turn" if self.agent_turns == 1 else "agent turns"
+        text = (f"Replayed {self.notebook.name}: {self.cells_run} cells, {self.agent_turns} {turns}, "
+                f"{self.same_answers} with the same answer as the bundled notebook")
         if self.changed_answers:
             text += f"; answers differ at turns {', '.join(str(i + 1) for i in self.changed_answers)}"
         return text + "."
@@ -268,7 +269,7 @@ def _check_secrets(texts: list[tuple[str, str]]) -> None:
 
 def unpack(bundle: Path, dest: Path) -> UnpackResult:
     """Lay a bundle out in ``dest`` (which must be new or empty), memory ages restored."""
-    bundle, dest = Path(bundle).expanduser(), Path(dest).expanduser()
+    bundle, dest = Path(bundle).expanduser(), Path(dest).expanduser().absolute()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise BundleError(f"{dest} is not an empty folder; unpack into a new folder.")
     try:
@@ -373,7 +374,9 @@ def replay(
     nb = nbformat.read(str(unpacked.notebook), as_version=4)
     bundled = _answers(nb)
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
-                            resources={"metadata": {"path": str(unpacked.folder)}})
+                            resources={"metadata": {"path": str(unpacked.folder)}},
+                            # the kernel's own start-up warnings are not the notebook's output
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"])
     error = None
     try:
         client.execute(env=replay_env(unpacked, env))

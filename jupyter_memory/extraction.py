@@ -704,8 +704,9 @@ class ExtractionHook:
             listing = ", ".join(f"`{f}` ({i})" for f, i in zip(run.files, run.pending,
                                                                 strict=True))
             self._notify(request, (
-                f"🧠 {count} memor{'y' if count == 1 else 'ies'} from this turn await your "
-                f"approval: {listing}. Review with `%memory pending`."
+                f"🧠 {count} memor{'y' if count == 1 else 'ies'} from this turn "
+                f"{'awaits' if count == 1 else 'await'} your approval: {listing}. "
+                "Review with `%memory pending`."
             ), {"kind": "extraction", "run": run.id, "files": list(run.files),
                 "pending": list(run.pending), "review": "%memory pending"})
 

@@ -145,13 +145,26 @@ class PendingArea:
         title: str | None = None, hook: str | None = None, session_id: str | None = None,
     ) -> PendingItem:
         """Store one proposed memory and return it."""
-        item_id = uuid.uuid4().hex[:8]
+        item_id = self._new_id(session_id, run, file)
         meta = {"file": file, "run": run, "created": _now(), "base": fingerprint(base),
                 "title": title, "hook": hook, "session_id": session_id}
         atomic_write(self.root / f"{item_id}.md", data)
         atomic_write(self.root / f"{item_id}.json",
                      json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
         return self._item(item_id, meta)
+
+    def _new_id(self, session_id: str | None, run: str, file: str) -> str:
+        """A short id derived from the session, the run and the file.
+
+        Derived rather than random so a replayed notebook shows the same ids; a clash (the
+        same file proposed twice in one run) takes the next free suffix.
+        """
+        seed = hashlib.sha256(f"{session_id}\0{run}\0{file}".encode()).hexdigest()[:8]
+        item_id, n = seed, 1
+        while (self.root / f"{item_id}.json").exists():
+            n += 1
+            item_id = f"{seed}-{n}"
+        return item_id
 
     def _item(self, item_id: str, meta: dict[str, Any]) -> PendingItem:
         return PendingItem(item_id, str(meta["file"]), str(meta.get("run", "")),

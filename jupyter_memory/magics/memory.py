@@ -462,20 +462,23 @@ class MemoryMagics(Magics):
         fields = {"name": args.name, "description": args.description, "type": args.type}
         try:
             session = self._session()
+            # The session's date, not the clock's: a replay on a later day must match.
+            today = _dt.date.fromisoformat(session.today())
             store = scope_store(session, args.scope, args.agent)
             if all(fields.values()):
-                result = remember_direct(store, body, file=args.file, **fields)
+                result = remember_direct(store, body, file=args.file, today=today, **fields)
             elif args.offline:
-                result = remember_offline(store, body, file=args.file, **fields)
+                result = remember_offline(store, body, file=args.file, today=today, **fields)
             else:
                 try:
                     client = session.make_client()
                 except NoModelConfigured:
-                    result = remember_offline(store, body, file=args.file,
+                    result = remember_offline(store, body, file=args.file, today=today,
                                               reason="No model is connected.", **fields)
                 else:
                     try:
-                        result = remember_with_agent(session, client, store, body, **fields)
+                        result = remember_with_agent(session, client, store, body,
+                                                     today=today, **fields)
                     except JupyterMemoryError:
                         raise
                     except Exception as exc:  # the model call failed: nothing was saved

@@ -81,7 +81,7 @@ def _footer(record: dict[str, Any]) -> str:
     written = record.get("memories_written") or []
     if written:
         bits.append("saved " + ", ".join(w["file"] for w in written))
-    return "<sub>" + " · ".join(b for b in bits if b) + "</sub>"
+    return "<sub>" + html.escape(" · ".join(b for b in bits if b)) + "</sub>"
 
 
 def turn_html(record: dict[str, Any]) -> str:
@@ -103,7 +103,7 @@ def turn_html(record: dict[str, Any]) -> str:
         for e in record.get("events") or []
     )
     answer = markdown_to_html(record.get("answer") or "_(no answer)_")
-    footer = markdown_to_html(_footer(record))
+    footer = _footer(record)  # already HTML (<sub>); markdown would escape it
     return (
         "<div class='jupyter-memory-turn'>"
         + _compactions_html(record) + "".join(rows) + answer + events + footer + "</div>"
