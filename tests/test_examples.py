@@ -110,7 +110,7 @@ def comparable(nb: Any, folder: str | Path | None) -> list[list[str]]:
         if cell.cell_type != "code":
             continue
         outputs = []
-        for output in cell.get("outputs", []):
+        for output in _coalesce_streams(cell.get("outputs", [])):
             item = dict(output)
             item.pop("execution_count", None)
             if TURN_MIME in (item.get("data") or {}):
@@ -131,6 +131,22 @@ def comparable(nb: Any, folder: str | Path | None) -> list[list[str]]:
             outputs.append(text)
         cells.append(outputs)
     return cells
+
+
+def _coalesce_streams(outputs: list[Any]) -> list[dict[str, Any]]:
+    """Join runs of stdout (or stderr) outputs: how the kernel splits printed text across
+    messages depends on timing, not on what was printed."""
+    joined: list[dict[str, Any]] = []
+    for output in outputs:
+        item = dict(output)
+        previous = joined[-1] if joined else None
+        if (item.get("output_type") == "stream" and previous is not None
+                and previous.get("output_type") == "stream"
+                and previous.get("name") == item.get("name")):
+            previous["text"] = previous.get("text", "") + item.get("text", "")
+            continue
+        joined.append(item)
+    return joined
 
 
 def drift(committed: list[list[str]], replayed: list[list[str]]) -> str:
@@ -271,3 +287,17 @@ def test_a_missed_prefetch_compares_equal_whether_or_not_the_selector_had_answer
     assert _settle_prefetch_race(raced) != _settle_prefetch_race(other)
     attached = {"answer": "x", "recall": {"decisions": [memory("a.md", "injected", "attached")]}}
     assert _settle_prefetch_race(attached) is attached  # nothing raced: left as it was
+
+
+def test_comparison_ignores_how_printed_text_was_split() -> None:
+    def notebook(outputs: list[dict[str, Any]]) -> Any:
+        nb = nbformat.v4.new_notebook()
+        cell = nbformat.v4.new_code_cell("print(1); print(2)")
+        cell.outputs = [nbformat.from_dict(o) for o in outputs]
+        nb.cells.append(cell)
+        return nb
+
+    one = notebook([{"output_type": "stream", "name": "stdout", "text": "a\nb\n"}])
+    two = notebook([{"output_type": "stream", "name": "stdout", "text": "a"},
+                    {"output_type": "stream", "name": "stdout", "text": "\nb\n"}])
+    assert drift(comparable(one, None), comparable(two, None)) == ""
