@@ -259,19 +259,7 @@ def _path(ctx: Context) -> int:
     store = ctx.store
     location = store.location
     assert location is not None
-    data = {
-        "memdir": str(store.memdir),
-        "index": str(store.index_path),
-        "exists": store.memdir.is_dir(),
-        "project_root": str(location.project_root),
-        "project_dir": None if location.project_dir is None else str(location.project_dir),
-        "source": location.source,
-        "source_reason": location.memdir_reason,
-        "enabled": location.enabled,
-        "enabled_reason": location.enabled_reason,
-        "notes": list(location.notes),
-    }
-    ctx.emit(data, str(store.memdir))
+    ctx.emit(location.to_json(), str(store.memdir))
     if not ctx.json:
         ctx.err(f"project: {location.project_root}")
         ctx.err(f"chosen by: {location.memdir_reason or location.source}")
@@ -472,15 +460,7 @@ def _repair(ctx: Context) -> int:
 @command("index", "Print MEMORY.md exactly as the model receives it (after the limits).")
 def _index(ctx: Context) -> int:
     loaded = load_for_model(ctx.store.read_index())
-    data = {
-        "path": str(ctx.store.index_path),
-        "text": loaded.text,
-        "line_count": loaded.line_count,
-        "char_count": loaded.char_count,
-        "truncated": loaded.truncated,
-        "limits_hit": list(loaded.limits_hit),
-        "warning": loaded.warning,
-    }
+    data = {"path": str(ctx.store.index_path), **loaded.to_json()}
     ctx.emit(data, loaded.text if loaded.text else None)
     if not ctx.json and not loaded.text:
         ctx.err(f"{ctx.store.index_path} is empty or missing.")

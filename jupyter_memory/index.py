@@ -18,7 +18,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 INDEX_NAME = "MEMORY.md"
 MAX_LINES = 200
@@ -172,6 +172,17 @@ class LoadedIndex:
     @property
     def truncated(self) -> bool:
         return bool(self.limits_hit)
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``jupyter-memory index --json`` prints (the caller adds the index's path)."""
+        return {
+            "text": self.text,
+            "line_count": self.line_count,
+            "char_count": self.char_count,
+            "truncated": self.truncated,
+            "limits_hit": list(self.limits_hit),
+            "warning": self.warning,
+        }
 
 
 def _measure(text: str) -> tuple[str, list[str], int]:

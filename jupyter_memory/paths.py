@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigError
 from .fsutil import atomic_write
@@ -262,6 +263,23 @@ class MemoryLocation:
     memdir_reason: str = ""  # in words: which variable, file or rule chose the memdir
     workspace_root: Path | None = None  # where .claude/settings*.json were read
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``jupyter-memory path --json`` record (also served by the lab extension)."""
+        from .index import INDEX_NAME
+
+        return {
+            "memdir": str(self.memdir),
+            "index": str(self.memdir / INDEX_NAME),
+            "exists": self.memdir.is_dir(),
+            "project_root": str(self.project_root),
+            "project_dir": None if self.project_dir is None else str(self.project_dir),
+            "source": self.source,
+            "source_reason": self.memdir_reason,
+            "enabled": self.enabled,
+            "enabled_reason": self.enabled_reason,
+            "notes": list(self.notes),
+        }
 
 
 def _enabled_from_env(environ: Mapping[str, str]) -> tuple[bool | None, str, str | None]:

@@ -304,15 +304,7 @@ class IndexHandler(MemoryAPIHandler):
         def work() -> dict[str, Any]:
             _location, store = self._locate()
             loaded = load_for_model(store.read_index())
-            return {
-                "path": str(store.index_path),
-                "text": loaded.text,
-                "line_count": loaded.line_count,
-                "char_count": loaded.char_count,
-                "truncated": loaded.truncated,
-                "limits_hit": list(loaded.limits_hit),
-                "warning": loaded.warning,
-            }
+            return {"path": str(store.index_path), **loaded.to_json()}
 
         self._reply(await self._off_loop(work))
 

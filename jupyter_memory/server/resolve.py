@@ -104,19 +104,9 @@ def location_json(
     location: MemoryLocation, root_dir: str | os.PathLike[str], *, allow_hidden: bool = False
 ) -> dict[str, Any]:
     """The ``jupyter-memory path --json`` record, plus ``server_path`` for the front end."""
-    memdir = location.memdir
     return {
-        "memdir": str(memdir),
-        "index": str(memdir / INDEX_NAME),
-        "exists": memdir.is_dir(),
-        "project_root": str(location.project_root),
-        "project_dir": None if location.project_dir is None else str(location.project_dir),
-        "source": location.source,
-        "source_reason": location.memdir_reason,
-        "enabled": location.enabled,
-        "enabled_reason": location.enabled_reason,
-        "notes": list(location.notes),
-        "server_path": server_relative(memdir, root_dir, allow_hidden=allow_hidden),
+        **location.to_json(),
+        "server_path": server_relative(location.memdir, root_dir, allow_hidden=allow_hidden),
     }
 
 
