@@ -1,3 +1,3 @@
-from jupyter_memory.cli.main import main
+from jupyter_memory.cli.app import main
 
 raise SystemExit(main())

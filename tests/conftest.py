@@ -77,12 +77,13 @@ def shell(tmp_path_factory: pytest.TempPathFactory):
     return InteractiveShell.instance(config=config)
 
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture
 def fixtures_dir() -> Path:
-    """The shared real-data fixtures (read-only; copy before modifying)."""
-    if not FIXTURES.is_dir():
-        pytest.skip(f"shared fixtures not found at {FIXTURES}")
+    """The real-data fixtures in the repository (read-only; copy before modifying).
+
+    ``fixtures/transcripts`` holds real sessions of the reference tool (MIT, see its LICENSE).
+    """
     return FIXTURES

@@ -63,6 +63,7 @@ def kernel_env(**extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.kernel
 def test_pack_unpack_and_replay_in_a_fresh_folder(tmp_path: Path, fake_api) -> None:
     source = tmp_path / "origin"
     memdir = seed_project(source)

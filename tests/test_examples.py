@@ -35,6 +35,8 @@ from jupyter_memory.demo import (
 )
 from jupyter_memory.demo import main as demo_main
 
+pytestmark = pytest.mark.kernel
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
 

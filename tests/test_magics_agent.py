@@ -72,7 +72,9 @@ def test_line_question_mark_is_a_question_not_help(ip, fake_api):
     fake_api.script([Turn(text="yes", expect_user_contains="Is it raining?")])
     cap = run(ip, "%agent Is it raining?")
     assert records(cap)[0]["answer"] == "yes"
-    assert run(ip, "%agent?").stdout == "" or True  # help still works (shown via the pager)
+    help_cap = run(ip, "%agent?")
+    assert len(fake_api.requests) == 1  # a bare "?" asks for help, not the model
+    assert "Docstring" in help_cap.stdout and "%agent" in help_cap.stdout
 
 
 def test_agent_without_model_explains_how_to_connect(ip, monkeypatch):

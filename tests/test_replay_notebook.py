@@ -21,6 +21,8 @@ from nbclient.exceptions import CellExecutionError
 
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
+pytestmark = pytest.mark.kernel
+
 CELLS = [
     "import sys\nsys.executable",
     "%load_ext jupyter_memory",

@@ -15,9 +15,9 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from shell_helpers import run
 
-from jupyter_memory.agent.loop import TURN_MIME, digest, run_turn
+from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
-from jupyter_memory.context.assemble import wire_messages
+from jupyter_memory.context.assemble import digest, wire_messages
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.render import turn_bundle
 from jupyter_memory.magics.state import forget_state

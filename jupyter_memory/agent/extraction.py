@@ -324,7 +324,7 @@ def _now() -> str:
 
 def describe_error(exc: BaseException) -> str:
     """One sentence about a failed run, worded like the main loop's errors."""
-    from jupyter_memory.agent.loop import describe_failure
+    from jupyter_memory.agent.failures import describe_failure
 
     return describe_failure(exc)
 

@@ -10,6 +10,7 @@ request into the per-category budget that ``%context`` shows.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -444,3 +445,9 @@ def _age(days: int) -> str:
     from jupyter_memory.memdir.freshness import age_text
 
     return age_text(days)
+
+
+def digest(body: Mapping[str, Any]) -> str:
+    """A stable fingerprint of a request body (used by recording and replay)."""
+    raw = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()

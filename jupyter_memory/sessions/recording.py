@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory._version import __version__
-from jupyter_memory.agent.loop import digest
 from jupyter_memory.context import prompts
+from jupyter_memory.context.assemble import digest
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.fsutil import LOCK_NAME, atomic_write, is_temp_file
 

@@ -57,8 +57,9 @@ class World:
     in_flight_logs: int = 0  # log appends that were running at a kill (may be torn)
 
 
-def _run_child(world: World, seed: int, round_id: int, delay: float) -> list[int]:
-    """Start the writer, kill it ``delay`` seconds after it is ready; return its acks."""
+def _run_child(world: World, seed: int, round_id: int, delay: float, first_acks: int) -> list[int]:
+    """Start the writer; once it has acknowledged ``first_acks`` writes, kill it ``delay``
+    seconds later (waiting for acks, not for time, so a loaded machine changes nothing)."""
     proc = subprocess.Popen(
         [sys.executable, str(CHILD), str(world.memdir), str(world.log), str(seed), str(round_id)],
         stdout=subprocess.PIPE,
@@ -73,9 +74,16 @@ def _run_child(world: World, seed: int, round_id: int, delay: float) -> list[int
             proc.kill()
             err = proc.communicate(timeout=READY_TIMEOUT)[1].decode(errors="replace")
             pytest.fail(f"the crash child did not start (round {round_id}): {err[-2000:]}")
+        seen = b""
+        for _ in range(first_acks):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen += line
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=READY_TIMEOUT)
+        out = seen + out
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -208,8 +216,8 @@ def run_kills(tmp_path: Path, kills: int, seed: int) -> dict[str, int]:
         if world is None or round_id % ROUNDS_PER_MEMDIR == 0:
             base = tmp_path / f"batch{round_id // ROUNDS_PER_MEMDIR}"
             world = World(base / "memory", base / "session.jsonl")
-        delay = rng.uniform(0.003, 0.1)
-        acks = _run_child(world, seed, round_id, delay)
+        delay = rng.uniform(0.0, 0.05)
+        acks = _run_child(world, seed, round_id, delay, first_acks=rng.randint(2, 8))
         _check_round(world, seed, round_id, len(acks))
         _repair_then_doctor(world)
         stats["kills"] += 1

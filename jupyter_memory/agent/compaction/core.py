@@ -303,7 +303,7 @@ def _log(
 def _summarise(
     session: Any, history: list[dict[str, Any]], instructions: str | None, client: Any
 ) -> _Summary:
-    from jupyter_memory.agent.loop import digest
+    from jupyter_memory.context.assemble import digest
 
     if client is None:
         client = session.make_client()
@@ -324,7 +324,7 @@ def _summarise(
                 message = stream.get_final_message()
         except Exception as exc:
             if not _too_long(exc):
-                from jupyter_memory.agent.loop import describe_failure
+                from jupyter_memory.agent.failures import describe_failure
 
                 raise SummaryFailed(f"The summary request failed: {describe_failure(exc)}") from exc
             cut = drop_point(work, _gap(exc)) if attempt <= MAX_TOO_LONG_RETRIES else None

@@ -20,7 +20,7 @@ from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.store import MemoryStore
 
 if TYPE_CHECKING:  # annotations only
-    from jupyter_memory.agent.tools.kernel import Namespace
+    from jupyter_memory.agent.tools.namespace import Namespace
     from jupyter_memory.context.instructions import InstructionFile, InstructionSet
 
 __all__ = [

@@ -16,9 +16,10 @@ import reprlib
 import traceback
 import types
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any
 
 from jupyter_memory.agent.tools.base import Tool, ToolContext, ToolResult
+from jupyter_memory.agent.tools.namespace import Namespace, RunOutcome
 from jupyter_memory.agent.tools.permissions import PermissionRequest
 
 __all__ = [
@@ -49,31 +50,6 @@ MAX_INSPECT_CHARS = 8000
 
 MAX_RUN_OUTPUT_CHARS = 20_000
 """Characters of printed output (and of the result) that RunPython returns at most."""
-
-
-class RunOutcome(NamedTuple):
-    """What running code produced: printed text, the last expression's repr, the error."""
-
-    stdout: str
-    result_repr: str | None
-    error: str | None
-
-
-@runtime_checkable
-class Namespace(Protocol):
-    """The kernel as the tools see it."""
-
-    def get(self, name: str) -> Any:
-        """The value bound to ``name``; raises ``KeyError`` when there is none."""
-        ...
-
-    def items(self) -> Iterable[tuple[str, Any]]:
-        """Every ``(name, value)`` of the user namespace."""
-        ...
-
-    def run(self, code: str) -> RunOutcome:
-        """Execute ``code`` in the namespace; never raises for errors in the code."""
-        ...
 
 
 class DictNamespace:
