@@ -38,7 +38,7 @@ $(LABEXT_BUILT): $(NODE_MODULES) $(LABEXT_SOURCES) | $(BUILDREQS)
 labextension: $(LABEXT_BUILT)
 
 $(STAMP): pyproject.toml | $(BUILDREQS) $(LABEXT_BUILT)
-	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(BIN)/pip install -q --no-build-isolation -e '.[test]'
+	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(BIN)/pip install -q --no-build-isolation -e '.[dev]'
 	# Serve the extension from the build folder itself, so a rebuild needs no reinstall.
 	$(WITH_VENV) $(BIN)/jupyter labextension develop --overwrite . >/dev/null
 	touch $(STAMP)
@@ -63,8 +63,12 @@ lint: setup
 docs: setup
 	$(BIN)/mkdocs build --strict --quiet
 
+# Two workers (the machines have two cores); a test module stays on one worker, so its
+# module-scoped fixtures (the IPython shell, a JupyterLab server) are made once.
+PYTEST_XDIST ?= -n 2 --dist loadfile
+
 test: lint docs
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # Runs examples/01-tour.ipynb headless and offline (it replays its recording) in a temp
 # folder, and writes the executed notebook and an HTML copy to build/demo/.

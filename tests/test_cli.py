@@ -317,3 +317,40 @@ def test_human_output_escapes_terminal_control_characters(tmp_path):
     cli_main(["list"], env=env, stdout=out, stderr=_io.StringIO())
     cli_main(["show", "evil"], env=env, stdout=out, stderr=_io.StringIO())
     assert "\x1b" not in out.getvalue() and "\\x1b" in out.getvalue()
+
+
+def test_unknown_flags_are_named_with_the_commands_usage(memdir: Path) -> None:
+    code, _, err = run("--bogus")
+    assert code == 2 and "--bogus" in err and "usage: jupyter-memory" in err
+    code, _, err = run("doctor", "--bogus")
+    assert code == 2 and "unrecognized arguments: --bogus" in err
+    assert "usage: jupyter-memory doctor" in err
+    code, _, err = run()
+    assert code == 2 and "COMMAND is required" in err
+
+
+def test_duplicate_add_names_the_cli_way_to_update(memdir: Path) -> None:
+    assert run("add", "--name", "x", "--description", "d", "--type", "user", "--body", "b")[0] == 0
+    code, _, err = run("add", "--name", "x", "--description", "d", "--type", "user", "--body", "b")
+    assert code == 2 and "jupyter-memory add --update" in err
+    assert "store.update" not in err and "exist_ok" not in err
+
+
+def test_context_brief_and_an_unknown_model(memdir: Path) -> None:
+    code, full, _ = run("context")
+    code_brief, brief, _ = run("context", "--brief")
+    assert code == code_brief == 0 and len(brief.splitlines()) < len(full.splitlines())
+    assert "Note:" not in full
+    code, out, _ = run("context", "--brief", "--model", "gpt-unknown-9")
+    assert code == 0 and "gpt-unknown-9 is not in the model table" in out
+    data = json.loads(run("context", "--json", "--model", "gpt-unknown-9")[1])
+    assert data["model_known"] is False and data["window"] == 200_000
+
+
+def test_fake_api_module_starts_without_a_runpy_warning() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "jupyter_memory.testing.fake_api",
+         "--help"], capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "found in sys.modules" not in proc.stderr

@@ -313,3 +313,12 @@ def test_remember_strips_quotes_around_option_values(ip, memdir):
     text = (memdir / "project_cents.md").read_text()
     assert "description: revenue is in cents, not euros\n" in text
     assert '"revenue is in cents' not in (memdir / "MEMORY.md").read_text()
+
+
+def test_path_says_on_once_and_the_table_shows_whole_names(ip, memdir):
+    out = run(ip, "%memory path").stdout
+    assert "memory on: " in out and "on: on:" not in out
+    long_name = "a-memory-name-much-longer-than-the-old-twenty-eight-columns"
+    remember(ip, f"-t project -n {long_name} -d 'long'", "Body.")
+    shown = run(ip, "%memory").outputs[0].data["text/plain"]
+    assert long_name in shown

@@ -308,6 +308,25 @@ def test_transcript_command_lists_shows_and_imports(fixtures_dir: Path, tmp_path
     assert "%agent resume" in call("import", str(tmp_path / "short.jsonl"), as_json=False)
 
 
+def test_transcript_list_previews_the_question_not_the_cells_before_it(tmp_path: Path) -> None:
+    from jupyter_memory.agent.loop import user_message
+    from jupyter_memory.memdir.location import transcripts_dir
+    from jupyter_memory.transcript.log import TranscriptWriter
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    folder = transcripts_dir(project, os.environ)
+    writer = TranscriptWriter(folder / "s1.jsonl", session_id="s1", cwd=str(project),
+                              version="0", git_branch=None)
+    message = user_message("Which column holds revenue?", preamble=["In [1]: df.head()"])
+    writer.append_message("user", message)
+    out = io.StringIO()
+    ctx = SimpleNamespace(args=SimpleNamespace(action="list", file=None), env=os.environ,
+                          project=project, emit=lambda data, text: out.write(json.dumps(data)))
+    assert transcript_command(ctx) == 0
+    assert json.loads(out.getvalue())[0]["first_prompt"] == "Which column holds revenue?"
+
+
 # --------------------------------------------------------------------------- a real restart
 
 

@@ -95,7 +95,7 @@ def test_create_multibyte_names(store: MemoryStore) -> None:
 def test_create_refuses_to_overwrite(store: MemoryStore) -> None:
     store.create("plots", "Label axes", "feedback", "one")
     before = snapshot(store.memdir)
-    with pytest.raises(MemoryExists, match="update"):
+    with pytest.raises(MemoryExists, match="Update that memory"):
         store.create("plots", "Other", "feedback", "two")
     assert snapshot(store.memdir) == before
 

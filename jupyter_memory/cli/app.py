@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from jupyter_memory._version import __version__
-from jupyter_memory.errors import JupyterMemoryError, LockTimeout, MemoryNotFound
+from jupyter_memory.errors import JupyterMemoryError, LockTimeout, MemoryExists, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.memdir.index import load_for_model, parse_index
@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    subparsers.required = True
+    subparsers.required = False  # _parse says which is missing or unknown, with the usage
     for cmd in _COMMANDS.values():
         sub = subparsers.add_parser(
             cmd.name, help=cmd.help.replace("%", "%%"), description=cmd.help, parents=[common]
@@ -175,6 +175,9 @@ def main(
     except MemoryNotFound as exc:
         ctx.err(f"jupyter-memory: {exc}")
         return EXIT_FAILED
+    except MemoryExists as exc:
+        ctx.err(f"jupyter-memory: {exc} (`jupyter-memory {args.command} --update` updates it.)")
+        return EXIT_USAGE
     except LockTimeout as exc:
         ctx.err(f"jupyter-memory: {exc}")
         return EXIT_FAILED
@@ -199,12 +202,28 @@ def _parse(
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err  # argparse prints help and errors to these
     try:
-        return parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if getattr(args, "command", None) is None:
+            if extra:
+                parser.error(f"unrecognized arguments: {' '.join(extra)} (a COMMAND comes first)")
+            parser.error("a COMMAND is required; `jupyter-memory -h` lists them")
+        if extra:
+            # Name the bad flag with the usage of the command it was given to.
+            sub = _subparser(parser, getattr(args, "command", None))
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
+        return args
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
         raise _Exit(code) from None
     finally:
         sys.stdout, sys.stderr = saved
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            return action.choices[name]
+    return parser
 
 
 def _tolerant(stream: TextIO) -> TextIO:
@@ -475,6 +494,7 @@ def _index(ctx: Context) -> int:
     arg("--mode", choices=("index", "prefetch"), help="recall mode (default: index)"),
     arg("--count", action="store_true",
         help="ask the endpoint's count-tokens API for the exact size (needs a model)"),
+    arg("--brief", action="store_true", help="only the totals and the categories, no detail"),
 )
 def _context(ctx: Context) -> int:
     from jupyter_memory.agent.session import AgentConfig, Session
@@ -497,7 +517,8 @@ def _context(ctx: Context) -> int:
 
         counted = count_tokens_remote(session.make_client(), assembled.body)
     report = session.context_report(counted_tokens=counted)
-    ctx.emit({**report.to_json(), "request": assembled.body}, render_text(report))
+    ctx.emit({**report.to_json(), "request": assembled.body},
+             render_text(report, detail=not ctx.args.brief))
     return EXIT_OK
 
 

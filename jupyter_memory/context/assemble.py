@@ -279,6 +279,7 @@ class ContextReport:
     breakpoints: int
     index: IndexPart | None
     last_usage: Usage | None
+    model_known: bool = True
 
     @property
     def free(self) -> int:
@@ -300,6 +301,7 @@ class ContextReport:
                      "items": []})
         return {
             "model": self.model,
+            "model_known": self.model_known,
             "window": self.window,
             "used": self.used,
             "percent_used": _pct(self.used, self.window),
@@ -387,6 +389,7 @@ def report(
         breakpoints=assembled.breakpoints,
         index=index,
         last_usage=last_usage,
+        model_known=info.known,
     )
 
 
@@ -400,6 +403,12 @@ def render_text(rep: ContextReport, *, detail: bool = True) -> str:
         f"counted by {_SOURCE_WORDS[rep.source]}",
         "",
     ]
+    if not rep.model_known:
+        lines[2:2] = [
+            f"Note: {rep.model} is not in the model table, so budgets assume a "
+            f"{rep.window:,}-token window; check the model name (JUPYTER_MEMORY_MODEL).",
+            "",
+        ]
     for cat in data["categories"]:
         bar = "#" * max(0, round(cat["percent"] / 100 * width))
         lines.append(f"  {cat['name']:<20} {cat['tokens']:>9,}  {cat['percent']:>5}%  {bar}")

@@ -199,8 +199,13 @@ class MemoryMagics(Magics):
         if args.json:
             _print_json(data)
             return
+        # The location's reason starts with the state it decided ("on: ..."); this session
+        # may have switched memory since (%memory on|off), so the state comes from it.
+        reason = loc.enabled_reason
+        if reason.split(":", 1)[0] in ("on", "off"):
+            reason = reason.split(":", 1)[1].strip()
         print(f"{folder}\n(project {loc.project_root}; memory "
-              f"{'on' if session.memory_enabled else 'off'}: {loc.enabled_reason})")
+              f"{'on' if session.memory_enabled else 'off'}: {reason})")
 
     def _memory_search(self, args: _Args) -> None:
         if not args.rest:

@@ -429,9 +429,8 @@ class MemoryStore:
                     existing = describe(self.memdir, rel, cache=self.cache)
                     label = f" (memory {existing.name!r})" if existing is not None else ""
                     raise MemoryExists(
-                        f"{rel} already exists{label}. Update it instead of creating a "
-                        "duplicate (`jupyter-memory add --update`, store.update() or "
-                        "exist_ok=True), or choose another name."
+                        f"{rel} already exists{label}. Update that memory instead of "
+                        "creating a duplicate, or choose another name."
                     )
                 result = self.update(
                     rel,

@@ -549,7 +549,7 @@ def _first_prompt(path: Path, max_lines: int = 200) -> str:
                 if entry.get("type") != "user" or entry.get("isMeta"):
                     continue
                 content = (entry.get("message") or {}).get("content")
-                text = _plain(content)
+                text = _plain(content, skip_reminders=True)
                 if text.strip():
                     return _short(text, 70)
     except OSError:
@@ -557,12 +557,17 @@ def _first_prompt(path: Path, max_lines: int = 200) -> str:
     return ""
 
 
-def _plain(content: Any) -> str:
+def _plain(content: Any, *, skip_reminders: bool = False) -> str:
+    """The text of a message; with ``skip_reminders``, only what the person typed (the
+    harness puts the cells they ran before it, each in a ``<system-reminder>``)."""
     if isinstance(content, str):
         return content
     if isinstance(content, Iterable):
-        return " ".join(b.get("text", "") for b in content
-                        if isinstance(b, Mapping) and b.get("type") == "text")
+        return " ".join(
+            b.get("text", "") for b in content
+            if isinstance(b, Mapping) and b.get("type") == "text"
+            and not (skip_reminders and str(b.get("text", "")).lstrip().startswith("<system-reminder>"))
+        )
     return ""
 
 

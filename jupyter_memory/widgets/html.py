@@ -370,9 +370,11 @@ def memories_html(memories: Sequence[Any], findings: Sequence[Any] = ()) -> str:
 
 def memories_text(memories: Sequence[Any], findings: Sequence[Any] = ()) -> str:
     """The memory table as aligned plain text, then the findings."""
-    lines = [f"{'type':<10} {'name':<28} {'age':>12} {'size':>9}  indexed  description"]
+    # Names in full, as `%memory list` shows them: the column is as wide as the longest.
+    wide = max([28, *(len(m.name) for m in memories)])
+    lines = [f"{'type':<10} {'name':<{wide}} {'age':>12} {'size':>9}  indexed  description"]
     for m in memories:
-        lines.append(f"{(m.type or '-')[:10]:<10} {m.name[:28]:<28} {age_text(m.age_days):>12} "
+        lines.append(f"{(m.type or '-')[:10]:<10} {m.name:<{wide}} {age_text(m.age_days):>12} "
                      f"{_size(m.bytes):>9}  {'yes' if m.indexed else 'NO ':<7}  "
                      f"{m.description or ''}")
     if not memories:
