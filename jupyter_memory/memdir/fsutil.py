@@ -11,7 +11,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import errno
-import fcntl
 import os
 import stat
 import tempfile
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jupyter_memory.errors import LockTimeout
+from jupyter_memory.memdir.locking import LOCKS
 
 __all__ = [
     "LOCK_NAME",
@@ -175,7 +175,7 @@ def _state_for(key: str) -> _LockState:
 def memdir_lock(memdir: str | os.PathLike[str], timeout: float | None = 30.0) -> Iterator[Path]:
     """Hold the exclusive write lock of a memdir; yields the lock file's path.
 
-    Excludes other processes (``fcntl.flock`` on ``<memdir>/.lock``) and other threads of
+    Excludes other processes (an OS file lock on ``<memdir>/.lock``, see :mod:`.locking`) and other threads of
     this process. Re-entrant within one thread, so a store method that holds the lock may
     call another that takes it again. The memdir is created if missing. ``timeout`` is in
     seconds (``None`` waits forever, ``0`` tries once); when it runs out
@@ -205,7 +205,7 @@ def memdir_lock(memdir: str | os.PathLike[str], timeout: float | None = 30.0) ->
             if state.depth == 0 and state.fd is not None:
                 fd, state.fd = state.fd, None
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    LOCKS.unlock(fd)
                 finally:
                     os.close(fd)
     finally:
@@ -224,12 +224,8 @@ def _flock(lock_path: Path, deadline: float | None, timeout: float | None) -> in
     delay = 0.002
     try:
         while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if LOCKS.try_lock(fd):
                 break
-            except OSError as exc:
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise
             if deadline is not None and time.monotonic() >= deadline:
                 holder = _read_holder(lock_path)
                 who = f"process {holder}" if holder else "another process"
