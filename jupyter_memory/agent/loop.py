@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_memory.agent.failures import describe_failure
+from jupyter_memory.agent.hooks import dispatch
 from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import count_breakpoints, digest
@@ -162,10 +163,7 @@ class TurnState:
 
 
 def _hooks(session: Session, name: str, *args: Any) -> None:
-    for hook in session.hooks:
-        method = getattr(hook, name, None)
-        if method is not None:
-            method(*args)
+    dispatch(session.hooks, name, *args)
 
 
 def user_message(prompt: str, preamble: list[str] | None = None) -> dict[str, Any]:

@@ -1,0 +1,63 @@
+"""The hook protocol: a hook's own message passes through; a bug in a hook is named as one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jupyter_memory.agent.hooks import HookFailed, dispatch
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.testing.fake_api import Turn
+
+
+class Broken:
+    def before_call(self, turn: object, round_index: int) -> None:
+        raise KeyError("missing")
+
+
+class Refusing:
+    def before_turn(self, turn: object) -> None:
+        raise JupyterMemoryError("Refused at the blocking level: run %compact.")
+
+
+def test_dispatch_calls_hooks_in_order_and_skips_missing_methods() -> None:
+    seen: list[str] = []
+
+    class A:
+        def after_turn(self, turn: object, result: object) -> None:
+            seen.append("a")
+
+    class B:
+        def after_turn(self, turn: object, result: object) -> None:
+            seen.append("b")
+
+    dispatch([A(), Broken(), B()], "after_turn", None, None)
+    assert seen == ["a", "b"]
+    with pytest.raises(ValueError, match="unknown hook event"):
+        dispatch([], "after_call")
+
+
+def test_a_hook_bug_is_reported_as_the_hook_not_the_model(tmp_path: Path, fake_api, monkeypatch) -> None:
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "memory"))
+    fake_api.script([Turn(text="never sent")])
+    session = Session(tmp_path, config=AgentConfig(log_transcript=False))
+    session.hooks.append(Broken())
+    result = run_turn(session, "hello")
+    assert result.status == "error"
+    assert result.error.startswith("The Broken hook failed in before_call: 'missing'")
+    assert "model call failed" not in result.error
+    assert fake_api.requests == []
+
+
+def test_a_hooks_own_message_reaches_the_person_unchanged(tmp_path: Path, fake_api, monkeypatch) -> None:
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "memory"))
+    session = Session(tmp_path, config=AgentConfig(log_transcript=False))
+    session.hooks.append(Refusing())
+    result = run_turn(session, "hello")
+    assert result.error == "Refused at the blocking level: run %compact."
+    with pytest.raises(HookFailed) as info:
+        dispatch([Broken()], "before_call", None, 0)
+    assert info.value.hook_name == "Broken" and info.value.event == "before_call"
