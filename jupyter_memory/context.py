@@ -278,6 +278,8 @@ class ContextReport:
     breakpoints: int
     index: IndexPart | None
     last_usage: Usage | None
+    #: What was left out because its folder is not trusted, one line each.
+    notices: tuple[str, ...] = ()
 
     @property
     def free(self) -> int:
@@ -309,6 +311,7 @@ class ContextReport:
             "categories": cats,
             "index": _index_usage(self.index),
             "last_usage": self.last_usage.to_json() if self.last_usage else None,
+            "notices": list(self.notices),
         }
 
 
@@ -343,6 +346,7 @@ def report(
     last_usage: Usage | None = None,
     counted_tokens: int | None = None,
     max_output_tokens: int | None = None,
+    notices: Sequence[str] = (),
 ) -> ContextReport:
     """Budget of ``assembled``: estimates per part, corrected by real numbers when known.
 
@@ -386,6 +390,7 @@ def report(
         breakpoints=assembled.breakpoints,
         index=index,
         last_usage=last_usage,
+        notices=tuple(notices),
     )
 
 
@@ -430,6 +435,8 @@ def render_text(rep: ContextReport, *, detail: bool = True) -> str:
             f"Last response: {u.input_tokens:,} input, {u.cache_read_input_tokens:,} cache read, "
             f"{u.cache_creation_input_tokens:,} cache write, {u.output_tokens:,} output"
         )
+    for notice in rep.notices:
+        lines.append(f"Not trusted: {notice}")
     return "\n".join(lines)
 
 

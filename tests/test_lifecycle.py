@@ -16,6 +16,7 @@ from jupyter_memory.compaction import SUMMARY_REQUEST_HEAD, CompactionBlocked, c
 from jupyter_memory.lifecycle import HookResult, LifecycleHook
 from jupyter_memory.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import Turn
+from jupyter_memory.trust import trust_folder
 
 MODEL = "claude-haiku-4-5"
 SUMMARY = "<analysis>x</analysis><summary>1. Primary request and intent: test.</summary>"
@@ -26,6 +27,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
     monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
+    trust_folder(root)  # project hooks run only in a trusted folder (tests/hardening: untrusted)
     return root
 
 
