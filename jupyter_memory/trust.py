@@ -250,6 +250,8 @@ def revoke(folder: Path | str, env: Mapping[str, str] | None = None) -> bool:
     keys = [k for k in (str(target), os.path.realpath(target)) if k in ours]
     for key in keys:
         _write(Path(key), None, env)
+    with _lock:  # the person just said no: do not ask again in this process
+        _declined.update({("trust", os.path.realpath(target)), ("imports", os.path.realpath(target))})
     return bool(keys)
 
 

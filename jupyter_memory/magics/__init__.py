@@ -40,7 +40,14 @@ def ask_person(question: str) -> bool | None:
     when it allows input. Headless runs (nbclient, nbconvert, pytest) raise instead, which
     counts as nobody there: nothing untrusted is enabled.
     """
+    import sys
+
+    from IPython import get_ipython
+
+    in_kernel = getattr(get_ipython(), "kernel", None) is not None
     try:
+        if not in_kernel and not sys.stdin.isatty():
+            return None  # a script or a test feeding stdin is not a person answering
         answer = input(question)
     except Exception:  # StdinNotImplementedError, EOFError, OSError: nobody at the keyboard
         return None
