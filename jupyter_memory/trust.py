@@ -66,7 +66,7 @@ _TRUTHY = frozenset({"1", "true", "yes", "on"})
 #: Asks the person a yes/no question; returns None when nobody can answer (no stdin).
 Prompter = Callable[[str], "bool | None"]
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _prompter: Prompter | None = None
 _declined: set[tuple[str, str]] = set()  # (what, folder) answered no in this process
 
@@ -135,12 +135,27 @@ def _candidates(folder: Path) -> list[str]:
     return out
 
 
+_cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
 def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path`` ({} if missing or broken), re-read only when it changes.
+
+    ``~/.claude.json`` can be megabytes and trust is checked on every settings read.
+    """
     try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        cached = _cache.get(str(path))
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return {}
-    return data if isinstance(data, dict) else {}
+    result = data if isinstance(data, dict) else {}
+    with _lock:
+        _cache[str(path)] = (stamp, result)
+    return result
 
 
 def _our_folders(env: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
@@ -186,7 +201,7 @@ def _write(folder: Path, changes: Mapping[str, Any] | None,
            env: Mapping[str, str] | None) -> None:
     path = trust_file(env)
     with _lock:
-        data = _read_json(path)
+        data = json.loads(json.dumps(_read_json(path)))  # a copy: the cached one stays as read
         if path.exists() and not data:
             raw = path.read_text(encoding="utf-8", errors="replace").strip()
             if raw:
