@@ -323,8 +323,10 @@ class _Loader:
             return False
         real = Path(os.path.realpath(path))
         allowed = list(self.inside)
-        if importer is None:
-            allowed.append(Path(os.path.realpath(path.parent)))
+        if importer is None:  # the folder that was scanned, above any .claude/ in the path
+            parts = path.parts
+            cut = max((i for i, p in enumerate(parts) if p == ".claude"), default=len(parts) - 1)
+            allowed.append(Path(os.path.realpath(Path(*parts[:cut]))))
         return not any(real == a or a in real.parents for a in allowed)
 
     def load(
@@ -368,7 +370,7 @@ class _Loader:
             if importer is not None:
                 self.notes.append(f"{importer}: import of {path} skipped, already loaded")
             return []
-        if (importer is not None or path.is_symlink()) and self._outside(path, scope, importer):
+        if self._outside(path, scope, importer):
             if path.exists() and (importer or path, path) not in self.skipped:
                 self.skipped.append((importer or path, path))
                 self.notes.append(

@@ -517,3 +517,17 @@ def test_untrusted_replay_env_sends_no_outside_import_even_in_a_trusted_folder(
     trust.set_prompter(lambda q: True)  # even a yes-sayer is not asked
     text = request_text(project)
     assert "Answer briefly." in text and "OPENSSH" not in text
+
+
+def test_a_linked_claude_folder_is_outside_too(tmp_path: Path, secrets, memdir) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    stash = tmp_path / "stash"
+    (stash / "rules").mkdir(parents=True)
+    (stash / "CLAUDE.md").write_text("FROM A LINKED FOLDER\n")
+    (stash / "rules" / "r.md").write_text("RULE FROM A LINKED FOLDER\n")
+    os.symlink(stash, project / ".claude")
+    text = request_text(project)
+    assert "LINKED FOLDER" not in text
+    trust.trust_folder(project)
+    assert "FROM A LINKED FOLDER" in request_text(project)
