@@ -345,10 +345,10 @@ def _plan(archive: zipfile.ZipFile, manifest: Mapping[str, Any], bundle: Path,
     """Every entry with the relative path it goes to, all checked before anything is written."""
     notebook = _root_name(manifest, "notebook", ".ipynb")
     recording = _root_name(manifest, "recording", ".json")
-    declared_memory = {str(m.get("file")) for m in manifest.get("memory") or [] if isinstance(m, dict)}
-    declared_inst = {str(i.get("entry")) for i in manifest.get("instructions") or []
+    declared_memory = {str(m.get("file")) for m in _listed(manifest, "memory") if isinstance(m, dict)}
+    declared_inst = {str(i.get("entry")) for i in _listed(manifest, "instructions")
                      if isinstance(i, dict)}
-    declared_files = {str(f) for f in manifest.get("files") or []}
+    declared_files = {f for f in _listed(manifest, "files") if isinstance(f, str)}
     infos = archive.infolist()
     if len(infos) > max_entries:
         raise BundleError(f"{bundle} holds {len(infos):,} entries; a bundle may hold at most "
@@ -378,6 +378,12 @@ def _plan(archive: zipfile.ZipFile, manifest: Mapping[str, Any], bundle: Path,
         if name not in seen:
             raise BundleError(f"{bundle} names {name!r} in its manifest but does not hold it.")
     return plan
+
+
+def _listed(manifest: Mapping[str, Any], key: str) -> list[Any]:
+    """A list field of the manifest; anything else counts as empty."""
+    value = manifest.get(key)
+    return value if isinstance(value, list) else []
 
 
 def _entry_target(name: str, notebook: str, recording: str, memory: set[str],
@@ -492,7 +498,7 @@ def _finish(folder: Path, manifest: Mapping[str, Any]) -> None:
     now = time.time()
     memdir = folder / MEMORY_DIR
     memdir.mkdir(exist_ok=True)
-    for item in manifest.get("memory") or []:
+    for item in _listed(manifest, "memory"):
         rel = _safe_relative(str(item.get("file", ""))) if isinstance(item, dict) else None
         path = memdir / rel if rel is not None else None
         if path is not None and path.is_file() and not path.is_symlink():

@@ -531,3 +531,18 @@ def test_a_linked_claude_folder_is_outside_too(tmp_path: Path, secrets, memdir) 
     assert "LINKED FOLDER" not in text
     trust.trust_folder(project)
     assert "FROM A LINKED FOLDER" in request_text(project)
+
+
+@pytest.mark.parametrize("changes", [
+    {"files": 7}, {"memory": "MEMORY.md"}, {"instructions": {"a": 1}}, {"memory": [3, None]},
+])
+def test_a_malformed_manifest_gets_a_clear_answer(tmp_path: Path, changes) -> None:
+    """A field of the wrong type declares nothing: the bundle either unpacks without what
+    it failed to declare, or is refused with a BundleError, never a raw exception."""
+    try:
+        got = unpack(write_bundle(tmp_path, bundle_bytes(**changes)), tmp_path / "x")
+    except BundleError as exc:
+        assert "unknown entry" in str(exc)
+        assert not (tmp_path / "x").exists()
+    else:
+        assert changes == {"files": 7} and got.notebook.is_file()
