@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import lifecycle
-from jupyter_memory.agent import run_turn
-from jupyter_memory.compaction import SUMMARY_REQUEST_HEAD, CompactionBlocked, compact
-from jupyter_memory.lifecycle import HookResult, LifecycleHook
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.agent import lifecycle
+from jupyter_memory.agent.compaction import SUMMARY_REQUEST_HEAD, CompactionBlocked, compact
+from jupyter_memory.agent.lifecycle import HookResult, LifecycleHook
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.memdir.trust import trust_folder
 from jupyter_memory.testing.fake_api import Turn
-from jupyter_memory.trust import trust_folder
 
 MODEL = "claude-haiku-4-5"
 SUMMARY = "<analysis>x</analysis><summary>1. Primary request and intent: test.</summary>"

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jupyter_memory.errors import ConfigError
-from jupyter_memory.paths import (
+from jupyter_memory.memdir.location import (
     MAX_KEY_LENGTH,
     REGISTRY_FILENAME,
     config_base,
@@ -27,7 +27,7 @@ from jupyter_memory.paths import (
     sanitize_key,
     transcripts_dir,
 )
-from jupyter_memory.trust import trust_folder
+from jupyter_memory.memdir.trust import trust_folder
 
 # --- helpers ---------------------------------------------------------------------------
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from jupyter_memory.errors import ConfigError
-from jupyter_memory.settings import (
+from jupyter_memory.memdir.settings import (
     DEFAULT_CLEANUP_PERIOD_DAYS,
     SOURCES,
     load_settings,
     settings_paths,
 )
-from jupyter_memory.trust import trust_folder
+from jupyter_memory.memdir.trust import trust_folder
 
 
 @pytest.fixture

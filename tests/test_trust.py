@@ -12,10 +12,12 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from shell_helpers import run
 
-from jupyter_memory import cli, lifecycle, trust
+from jupyter_memory.agent import lifecycle
+from jupyter_memory.cli import app as cli
 from jupyter_memory.errors import ConfigError
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.state import forget_state, state_for
+from jupyter_memory.memdir import trust
 
 
 @pytest.fixture(autouse=True)

@@ -13,10 +13,10 @@ from typing import Any
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .agent import Agent
-    from .compact import CompactMagics
-    from .context import ContextMagics
-    from .memory import MemoryMagics
+    from jupyter_memory.magics.agent import Agent
+    from jupyter_memory.magics.compact import CompactMagics
+    from jupyter_memory.magics.context import ContextMagics
+    from jupyter_memory.magics.memory import MemoryMagics
 
     agent = Agent(shell=ipython)
     ipython.register_magics(agent)
@@ -28,7 +28,7 @@ def load_ipython_extension(ipython: Any) -> None:
     cleanup = ipython.input_transformers_cleanup
     if protect_agent_line not in cleanup:
         cleanup.append(protect_agent_line)
-    from ..trust import set_prompter
+    from jupyter_memory.memdir.trust import set_prompter
 
     set_prompter(ask_person)
 
@@ -73,10 +73,10 @@ def protect_agent_line(lines: list[str]) -> list[str]:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .state import forget_state
+    from jupyter_memory.magics.state import forget_state
 
     forget_state(ipython)
-    from ..trust import set_prompter
+    from jupyter_memory.memdir.trust import set_prompter
 
     set_prompter(None)
     if protect_agent_line in ipython.input_transformers_cleanup:

@@ -19,8 +19,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jupyter_memory import lifecycle, trust
-from jupyter_memory.bundle import (
+from jupyter_memory.agent import lifecycle
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.memdir import trust
+from jupyter_memory.memdir.location import locate
+from jupyter_memory.sessions.bundle import (
     BUNDLE_FORMAT,
     BUNDLE_VERSION,
     BundleError,
@@ -30,9 +33,7 @@ from jupyter_memory.bundle import (
     replay_env,
     unpack,
 )
-from jupyter_memory.paths import locate
-from jupyter_memory.record import Recording
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.sessions.recording import Recording
 
 from .conftest import Cli
 
