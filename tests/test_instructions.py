@@ -267,7 +267,10 @@ def test_home_and_absolute_imports_and_trailing_period(tmp_path: Path, env: dict
     shared = write(tmp_path.resolve() / "shared" / "team.md", "Team-wide.\n")
     write(Path(env["HOME"]) / "mine.md", "Mine.\n")
     write(proj / "CLAUDE.md", f"Use @~/mine.md. Then @{shared}.\n")
-    got = load_instructions(proj, env=env)
+    got = load_instructions(proj, env=env)  # outside the project: not without approval
+    assert [f.path.name for f in got.files] == ["CLAUDE.md"]
+    assert [t for _, t in got.skipped_imports] == [Path(env["HOME"]) / "mine.md", shared]
+    got = load_instructions(proj, env=env, external_imports=True)
     assert [f.path for f in got.files[1:]] == [Path(env["HOME"]) / "mine.md", shared]
 
 

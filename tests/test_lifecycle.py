@@ -15,6 +15,7 @@ from jupyter_memory.agent.compaction import SUMMARY_REQUEST_HEAD, CompactionBloc
 from jupyter_memory.agent.lifecycle import HookResult, LifecycleHook
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.memdir.trust import trust_folder
 from jupyter_memory.testing.fake_api import Turn
 
 MODEL = "claude-haiku-4-5"
@@ -26,6 +27,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
     monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
+    trust_folder(root)  # project hooks run only in a trusted folder (tests/hardening: untrusted)
     return root
 
 

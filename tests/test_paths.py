@@ -27,6 +27,7 @@ from jupyter_memory.memdir.location import (
     sanitize_key,
     transcripts_dir,
 )
+from jupyter_memory.memdir.trust import trust_folder
 
 # --- helpers ---------------------------------------------------------------------------
 
@@ -383,12 +384,26 @@ def test_user_setting(project: Path, env: dict[str, str]) -> None:
     assert str(user_settings(env)) in loc.memdir_reason
 
 
-def test_local_setting_wins_over_user(project: Path, env: dict[str, str]) -> None:
+def test_local_setting_wins_over_user_in_a_trusted_folder(project: Path, env: dict[str, str]) -> None:
     write_json(user_settings(env), {"autoMemoryDirectory": "/srv/user-mem"})
-    write_json(project / ".claude" / "settings.local.json", {"autoMemoryDirectory": "/srv/local"})
+    inside = project / "notes" / "memory"
+    write_json(project / ".claude" / "settings.local.json", {"autoMemoryDirectory": str(inside)})
+    assert locate(project, env).memdir == Path("/srv/user-mem")  # not trusted yet
+    trust_folder(project, env)
     loc = locate(project, env)
-    assert loc.memdir == Path("/srv/local")
+    assert loc.memdir == inside
     assert loc.source == "setting"
+
+
+def test_local_setting_never_moves_memory_outside_the_project(
+    project: Path, env: dict[str, str]
+) -> None:
+    local = project / ".claude" / "settings.local.json"
+    write_json(local, {"autoMemoryDirectory": "~/.ssh"})
+    trust_folder(project, env)
+    loc = locate(project, env)
+    assert loc.source == "default" and ".ssh" not in str(loc.memdir)
+    assert any(str(local) in n and "outside the project" in n for n in loc.notes)
 
 
 def test_shared_project_setting_is_ignored_with_a_note(project: Path, env: dict[str, str]) -> None:
@@ -433,6 +448,8 @@ def test_invalid_memory_directory_is_refused(
 ) -> None:
     local = project / ".claude" / "settings.local.json"
     write_json(local, {"autoMemoryDirectory": value})
+    assert locate(project, env).source == "default"  # untrusted: ignored, not validated
+    trust_folder(project, env)
     with pytest.raises(ConfigError) as info:
         locate(project, env)
     message = str(info.value)

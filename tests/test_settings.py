@@ -14,6 +14,7 @@ from jupyter_memory.memdir.settings import (
     load_settings,
     settings_paths,
 )
+from jupyter_memory.memdir.trust import trust_folder
 
 
 @pytest.fixture
@@ -191,9 +192,17 @@ def test_memory_directory_from_local_then_user(
         files["user"],
         "~/user-mem",
     )
-    put(files["local"], {"autoMemoryDirectory": "/srv/local-mem"})
+    inside = root / "local-mem"
+    put(files["local"], {"autoMemoryDirectory": str(inside)})
     chosen = load_settings(root, env).memory_directory()
-    assert chosen is not None and (chosen.path, chosen.source) == (Path("/srv/local-mem"), "local")
+    assert chosen is not None and chosen.source == "user"  # an untrusted folder's file
+    trust_folder(root, env)
+    chosen = load_settings(root, env).memory_directory()
+    assert chosen is not None and (chosen.path, chosen.source) == (inside, "local")
+    put(files["local"], {"autoMemoryDirectory": "/srv/local-mem"})  # outside the project
+    s = load_settings(root, env)
+    assert s.memory_directory() is not None and s.memory_directory().source == "user"
+    assert any("outside the project" in n for n in s.memory_directory_notes())
 
 
 def test_memory_directory_in_shared_project_file_is_ignored(

@@ -12,6 +12,11 @@ Two kinds, run in this order for each event:
   ``additionalContext``, ``decision`` and ``reason``); exit 2 blocks (the reason is on
   stderr); any other exit is an error that is reported but changes nothing.
 
+Commands from the project's own ``.claude/settings.json`` and ``settings.local.json`` run
+only in a folder the person trusted (``trust.py``); elsewhere they are skipped and the
+first event of the session reports that once, saying how to trust. The user's own
+``settings.json`` is always trusted.
+
 Events: ``SessionStart`` (source ``startup`` or ``compact``; text becomes context for the
 model), ``PreCompact`` (trigger ``manual`` or ``auto``; text is added to the summary
 instructions; may block the compaction), ``PostCompact`` (sees the summary; text is shown
@@ -48,6 +53,8 @@ MAX_OUTPUT_CHARS = 10_000
 _REGISTRY = "_jupyter_memory_lifecycle"
 _COMMANDS = "_jupyter_memory_hook_commands"
 _STARTED = "_jupyter_memory_session_started"
+_SKIPPED = "_jupyter_memory_hooks_skipped"  # the notice about untrusted project hooks
+_SKIP_SHOWN = "_jupyter_memory_hooks_skip_shown"
 
 HookFunction = Callable[[dict[str, Any]], Any]
 
@@ -137,19 +144,28 @@ def command_hooks(session: Any) -> list[CommandHook]:
 
 
 def reload_hooks(session: Any) -> list[CommandHook]:
-    """Read the settings files again (after the person edited their hooks)."""
+    """Read the settings files again (after the person edited their hooks or trusted the
+    folder)."""
     setattr(session, _COMMANDS, None)
+    setattr(session, _SKIP_SHOWN, False)
     return command_hooks(session)
+
+
+def skipped_notice(session: Any) -> str | None:
+    """The line saying which project hooks were skipped as untrusted, or None."""
+    command_hooks(session)
+    return getattr(session, _SKIPPED, None)
 
 
 def _load_commands(session: Any) -> list[CommandHook]:
     from jupyter_memory.memdir.settings import load_settings
 
     settings = load_settings(session.project_root, session.env)
+    setattr(session, _SKIPPED, settings.skipped_notice())
     found: list[CommandHook] = []
     for src in settings.sources:
         hooks = src.values.get("hooks")
-        if not isinstance(hooks, Mapping):
+        if not isinstance(hooks, Mapping) or not settings.source_trusted(src.name):
             continue
         for event in EVENTS:
             groups = hooks.get(event)
@@ -207,6 +223,10 @@ def run(
     _check_event(event)
     data = {**base_payload(session, event), **dict(payload or {})}
     outcome = HookOutcome(event)
+    notice = skipped_notice(session)
+    if notice and not getattr(session, _SKIP_SHOWN, False):
+        setattr(session, _SKIP_SHOWN, True)
+        outcome.errors.append(notice)
     for fn in registered(session, event):
         outcome.ran += 1
         try:

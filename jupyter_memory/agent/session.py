@@ -148,6 +148,7 @@ class Session:
         from jupyter_memory.context.instructions import load_instructions
         from jupyter_memory.memdir.location import locate
 
+        self._ask_trust()
         self._location = locate(self.cwd, self.env)
         self._store = None
         self._instructions = load_instructions(
@@ -156,7 +157,46 @@ class Session:
             env=self.env,
             extra_names=self.config.extra_instruction_names,
         )
+        skipped = self._instructions.skipped_imports
+        if skipped:
+            from jupyter_memory.memdir.trust import request_external_imports
+
+            files = sorted({str(target) for _, target in skipped})
+            if request_external_imports(self._location.project_root, files, self.env).trusted:
+                self._instructions = load_instructions(
+                    self.cwd,
+                    project_root=self._location.project_root,
+                    env=self.env,
+                    extra_names=self.config.extra_instruction_names,
+                    external_imports=True,
+                )
         self.reset_tools()
+
+    def _ask_trust(self) -> None:
+        """Ask the person (when a front end can) to trust a folder whose settings want to
+        run code or move paths; headless, nothing is asked and nothing untrusted runs."""
+        from jupyter_memory.memdir.location import find_project_root
+        from jupyter_memory.memdir.settings import load_settings
+        from jupyter_memory.memdir.trust import request_trust
+
+        root = find_project_root(self.cwd)
+        wants = load_settings(root, self.env).needs_trust()
+        if wants:
+            request_trust(root, wants, self.env)
+
+    def trust_notices(self) -> list[str]:
+        """One line for each thing left out because its folder is not trusted."""
+        from jupyter_memory.agent.lifecycle import skipped_notice
+
+        notes = [n for n in self._location.notes
+                 if "not trusted" in n or "outside the project" in n]
+        hooks = skipped_notice(self)
+        if hooks:
+            notes.append(hooks)
+        imports = self._instructions.skip_notice()
+        if imports:
+            notes.append(imports)
+        return notes
 
     def reset_tools(self) -> None:
         """Forget the tool context and context snapshot (settings or memory on/off changed)."""
@@ -326,6 +366,7 @@ class Session:
             index=self.context_pieces()[1],
             last_usage=self.last_usage,
             counted_tokens=counted_tokens,
+            notices=self.trust_notices(),
         )
 
 

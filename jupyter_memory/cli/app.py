@@ -522,6 +522,31 @@ def _context(ctx: Context) -> int:
     return EXIT_OK
 
 
+@command(
+    "trust",
+    "Let a folder's .claude/ hooks and settings take effect, or list and revoke trust.",
+    arg("path", nargs="?", help="the folder to trust (default: the project of --project or "
+        "the current folder)"),
+    arg("--list", action="store_true", help="list the trusted folders"),
+    arg("--revoke", action="store_true", help="stop trusting PATH"),
+)
+def _trust(ctx: Context) -> int:
+    from jupyter_memory.memdir.trust import trust_command
+
+    if ctx.args.list and ctx.args.revoke:
+        raise UsageError("give either --list or --revoke, not both.")
+    action = "list" if ctx.args.list else "revoke" if ctx.args.revoke else "trust"
+    if ctx.args.path is not None:
+        folder: Path | None = Path(ctx.args.path).expanduser()
+        if not folder.is_dir():
+            raise UsageError(f"{ctx.args.path}: no such folder. Give the folder to {action}.")
+    else:
+        folder = ctx.project or Path.cwd()
+    data, text = trust_command(action, folder, ctx.env)
+    ctx.emit(data, text)
+    return EXIT_OK
+
+
 def _register_session_commands() -> None:
     """``transcript`` and ``bundle`` live beside the session code they drive."""
     from jupyter_memory.sessions.bundle import register_bundle_command

@@ -280,6 +280,8 @@ class ContextReport:
     index: IndexPart | None
     last_usage: Usage | None
     model_known: bool = True
+    #: What was left out because its folder is not trusted, one line each.
+    notices: tuple[str, ...] = ()
 
     @property
     def free(self) -> int:
@@ -312,6 +314,7 @@ class ContextReport:
             "categories": cats,
             "index": _index_usage(self.index),
             "last_usage": self.last_usage.to_json() if self.last_usage else None,
+            "notices": list(self.notices),
         }
 
 
@@ -346,6 +349,7 @@ def report(
     last_usage: Usage | None = None,
     counted_tokens: int | None = None,
     max_output_tokens: int | None = None,
+    notices: Sequence[str] = (),
 ) -> ContextReport:
     """Budget of ``assembled``: estimates per part, corrected by real numbers when known.
 
@@ -390,6 +394,7 @@ def report(
         index=index,
         last_usage=last_usage,
         model_known=info.known,
+        notices=tuple(notices),
     )
 
 
@@ -440,6 +445,8 @@ def render_text(rep: ContextReport, *, detail: bool = True) -> str:
             f"Last response: {u.input_tokens:,} input, {u.cache_read_input_tokens:,} cache read, "
             f"{u.cache_creation_input_tokens:,} cache write, {u.output_tokens:,} output"
         )
+    for notice in rep.notices:
+        lines.append(f"Not trusted: {notice}")
     return "\n".join(lines)
 
 

@@ -103,6 +103,25 @@ class InstructionSet:
     _dirs_done: set[Path] = field(default_factory=set, repr=False)
 
     @property
+    def skipped_imports(self) -> list[tuple[Path, Path]]:
+        """``(importing file, imported file)`` pairs left out because the import reaches
+        outside the project and the config base without the person's approval."""
+        return list(self._require_loader().skipped) if self._loader is not None else []
+
+    def skip_notice(self) -> str | None:
+        """One line naming the skipped outside imports and how to allow them, or None."""
+        skipped = self.skipped_imports
+        if not skipped:
+            return None
+        from jupyter_memory.memdir.trust import how_to_trust
+
+        shown = ", ".join(f"{target} (imported by {importer})" for importer, target in skipped[:3])
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        return (f"Skipped imports from outside the project: {shown}{more}; they need your "
+                "approval before their text is sent to the model. "
+                + how_to_trust(self.project_root))
+
+    @property
     def total_chars(self) -> int:
         """Combined size of the files loaded at start (UTF-16 code units)."""
         return sum(f.chars for f in self.files)
@@ -165,7 +184,7 @@ class InstructionSet:
         Independent of what is loaded: the result reflects the disk now, and the set
         itself is not changed.
         """
-        loader = _Loader(self._require_loader().home)
+        loader = self._require_loader().fresh()
         return loader.load(_absolute(Path(path), self.cwd), scope, "re-read from disk")
 
     def _require_loader(self) -> _Loader:
@@ -190,6 +209,7 @@ def load_instructions(
     env: Mapping[str, str] | None = None,
     extra_names: Sequence[str] = (),
     managed_path: Path | None = None,
+    external_imports: bool | None = None,
 ) -> InstructionSet:
     """Find and read every instruction file that applies at session start.
 
@@ -198,12 +218,21 @@ def load_instructions(
     filesystem root down to ``cwd``: ``CLAUDE.md``, ``.claude/CLAUDE.md``, each of
     ``extra_names`` (such as ``AGENTS.md``), ``CLAUDE.local.md``, and the rules in
     ``.claude/rules/`` that have no ``paths:``. Each file is followed by what it imports.
+
+    Project files (not the managed or user ones) may import only from inside the project
+    and the config base unless ``external_imports`` is True; None looks the approval up
+    in the trust records (``trust.external_imports_approved``). Imports left out are
+    listed in ``InstructionSet.skipped_imports``.
     """
     names = _check_extra_names(extra_names)
     cwd = Path(cwd).expanduser().resolve()
     root = Path(project_root).expanduser().resolve() if project_root else find_project_root(cwd)
     base = config_base(env)
-    loader = _Loader(home_dir(env))
+    if external_imports is None:
+        from jupyter_memory.memdir.trust import external_imports_approved
+
+        external_imports = external_imports_approved(root, env).trusted
+    loader = _Loader(home_dir(env), inside=(root, base), allow_external=external_imports)
 
     files: list[InstructionFile] = []
     pending: list[_PendingRule] = []
@@ -268,11 +297,37 @@ def project_instruction_file(instructions: InstructionSet) -> Path | None:
 class _Loader:
     """Reads instruction files once each, following imports; collects notes."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(
+        self, home: Path, inside: Sequence[Path] = (), allow_external: bool = True
+    ) -> None:
         self.home = home
+        self.inside = tuple(Path(os.path.realpath(p)) for p in inside)
+        self.allow_external = allow_external
         self.seen: set[Path] = set()
         self.rules_seen: set[Path] = set()
         self.notes: list[str] = []
+        self.skipped: list[tuple[Path, Path]] = []
+
+    def fresh(self) -> _Loader:
+        """A new loader with the same home and import policy (nothing seen yet)."""
+        return _Loader(self.home, self.inside, self.allow_external)
+
+    def _outside(self, path: Path, scope: str, importer: Path | None) -> bool:
+        """Whether a project file at ``path`` reaches beyond what it may read unasked.
+
+        Managed and user files are the person's own. A project file may import from the
+        project and the config base; a file found by scanning may not be a link to
+        somewhere outside its own folder.
+        """
+        if self.allow_external or scope in ("managed", "user"):
+            return False
+        real = Path(os.path.realpath(path))
+        allowed = list(self.inside)
+        if importer is None:  # the folder that was scanned, above any .claude/ in the path
+            parts = path.parts
+            cut = max((i for i, p in enumerate(parts) if p == ".claude"), default=len(parts) - 1)
+            allowed.append(Path(os.path.realpath(Path(*parts[:cut]))))
+        return not any(real == a or a in real.parents for a in allowed)
 
     def load(
         self,
@@ -314,6 +369,14 @@ class _Loader:
         if key in self.seen:
             if importer is not None:
                 self.notes.append(f"{importer}: import of {path} skipped, already loaded")
+            return []
+        if self._outside(path, scope, importer):
+            if path.exists() and (importer or path, path) not in self.skipped:
+                self.skipped.append((importer or path, path))
+                self.notes.append(
+                    f"{importer or path}: {path} skipped, it is outside the project and the "
+                    "config folder and outside imports are not approved"
+                )
             return []
         raw = self._read(path, importer)
         if raw is None:

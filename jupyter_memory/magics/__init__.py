@@ -28,6 +28,30 @@ def load_ipython_extension(ipython: Any) -> None:
     cleanup = ipython.input_transformers_cleanup
     if protect_agent_line not in cleanup:
         cleanup.append(protect_agent_line)
+    from jupyter_memory.memdir.trust import set_prompter
+
+    set_prompter(ask_person)
+
+
+def ask_person(question: str) -> bool | None:
+    """Ask a yes/no question on the kernel's stdin; None when nobody can answer.
+
+    A terminal IPython reads the keyboard; a notebook kernel asks through the front end
+    when it allows input. Headless runs (nbclient, nbconvert, pytest) raise instead, which
+    counts as nobody there: nothing untrusted is enabled.
+    """
+    import sys
+
+    from IPython import get_ipython
+
+    in_kernel = getattr(get_ipython(), "kernel", None) is not None
+    try:
+        if not in_kernel and not sys.stdin.isatty():
+            return None  # a script or a test feeding stdin is not a person answering
+        answer = input(question)
+    except Exception:  # StdinNotImplementedError, EOFError, OSError: nobody at the keyboard
+        return None
+    return answer.strip().lower() in ("y", "yes")
 
 
 _AGENT_LINE = re.compile(r"^(\s*)%agent[ \t]+(\S.*)$")
@@ -52,5 +76,8 @@ def unload_ipython_extension(ipython: Any) -> None:
     from jupyter_memory.magics.state import forget_state
 
     forget_state(ipython)
+    from jupyter_memory.memdir.trust import set_prompter
+
+    set_prompter(None)
     if protect_agent_line in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(protect_agent_line)

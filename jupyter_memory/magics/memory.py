@@ -27,7 +27,7 @@ from jupyter_memory.memdir.record import MEMORY_TYPES
 
 SUBCOMMANDS = (
     "list", "show", "edit", "forget", "search", "doctor", "repair", "mode", "on", "off",
-    "path", "export", "import", "why", "undo", "pending", "extraction",
+    "path", "export", "import", "why", "undo", "pending", "extraction", "trust",
 )
 OPEN_MIME = "application/vnd.jupyter-memory.open+json"
 """Asks the JupyterLab extension to open a file; other front ends show the path."""
@@ -111,6 +111,7 @@ class MemoryMagics(Magics):
             %memory undo [RUN]            # take back what an extraction run saved
             %memory pending [show|accept|discard|edit ID|all] [-f]   # approval mode
             %memory extraction [on|off|every N|approval on|off|reset] # background saving
+            %memory trust [PATH] | --list | --revoke [PATH]  # let a folder's hooks run
 
         ``--json`` gives machine-readable output for list, show, search, doctor, why,
         path, pending and extraction. ``--scope user|project|local --agent NAME`` works on
@@ -286,6 +287,33 @@ class MemoryMagics(Magics):
         session.memory_override = False
         session.reset_tools()
         print("Memory off for this session: no index, no recall, no memory writes.")
+
+    # ------------------------------------------------------------------ trust
+
+    def _memory_trust(self, args: _Args) -> None:
+        from jupyter_memory.agent.lifecycle import reload_hooks
+        from jupyter_memory.memdir.trust import trust_command
+
+        words = list(args.rest)
+        action = "trust"
+        for flag, name in (("--list", "list"), ("--revoke", "revoke")):
+            if flag in words:
+                words.remove(flag)
+                action = name
+        if len(words) > 1 or any(w.startswith("-") for w in words):
+            raise JupyterMemoryError(
+                "use %memory trust [PATH], %memory trust --list or %memory trust --revoke [PATH].")
+        session = self._session()
+        folder = Path(os.path.expanduser(words[0])) if words else (
+            None if action == "list" else session.project_root)
+        data, text = trust_command(action, folder, session.env)
+        if action != "list":
+            session.reload()  # settings, memdir and imports as the new trust allows
+            reload_hooks(session)
+        if args.json:
+            _print_json(data)
+        else:
+            print(text)
 
     # ------------------------------------------------------------------ export / import
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,8 @@ def session_for(shell: Any, config: AgentConfig) -> Session:
     if st.session is None:
         folder, notebook = notebook_folder(shell)
         st.session = Session(folder, config=config, notebook=notebook)
+        for notice in st.session.trust_notices():
+            print(notice, file=sys.stderr)
     elif st.session.config != config:
         st.session.config = config
         st.session.reset_tools()

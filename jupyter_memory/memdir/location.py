@@ -320,7 +320,6 @@ def locate(project: Path | None = None, env: Mapping[str, str] | None = None) ->
 
     env_dir = environ.get(ENV_MEMORY_DIR)
     chosen = None if env_dir else settings.memory_directory()
-    ignored = settings.ignored_memory_directory
     if env_dir:
         memdir = validate_memory_dir(
             env_dir, where=f"the {ENV_MEMORY_DIR} environment variable", home=home_dir(environ)
@@ -332,12 +331,7 @@ def locate(project: Path | None = None, env: Mapping[str, str] | None = None) ->
     else:
         memdir, source = pdir / MEMORY_DIRNAME, "default"
         memdir_reason = "default location for this project"
-    if ignored is not None:
-        notes.append(
-            f"autoMemoryDirectory in {ignored} was ignored: shared project settings come "
-            "with the repository and may not move the memdir. Put it in "
-            ".claude/settings.local.json or your user settings.json instead."
-        )
+    notes += settings.memory_directory_notes()
 
     enabled, reason, env_note = _enabled_from_env(environ)
     if env_note:

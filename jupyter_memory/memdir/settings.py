@@ -9,12 +9,14 @@ A broken file never stops the kernel: it is treated as empty and a warning is ke
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jupyter_memory.memdir.location import config_base, home_dir, validate_memory_dir
+from jupyter_memory.memdir.trust import how_to_trust, is_trusted, untrusted_env
 
 SOURCES = ("user", "project", "local")
 """Settings sources from lowest to highest precedence."""
@@ -65,6 +67,12 @@ class Settings:
     home: Path
     cleanup_period_days: int = DEFAULT_CLEANUP_PERIOD_DAYS
     auto_memory_enabled: SettingValue | None = None
+    #: The folder whose ``.claude/`` was read (None: built by hand, no project files).
+    root: Path | None = None
+    #: Whether that folder is trusted (see ``trust.py``); project files count only then.
+    trusted: bool = True
+    #: False when ``JUPYTER_MEMORY_UNTRUSTED`` is set: not even the user files run hooks.
+    user_trusted: bool = True
 
     def source(self, name: str) -> SettingsSource:
         for src in self.sources:
@@ -95,22 +103,102 @@ class Settings:
                 return SettingValue(src.values[key], src.name, src.path)
         return None
 
+    def source_trusted(self, name: str) -> bool:
+        """Whether settings from source ``name`` may run code or move paths.
+
+        The user file is the person's own; the project and local files arrive with the
+        folder, so they count only in a trusted folder.
+        """
+        return self.user_trusted if name == "user" else self.trusted
+
     def memory_directory(self) -> MemoryDirectorySetting | None:
         """``autoMemoryDirectory`` from the local or user file (local first), validated.
 
         The shared project file is skipped on purpose: it arrives with a cloned
         repository, which must not be able to aim memory writes at, say, ``~/.ssh``.
-        An empty string counts as unset. Raises ``ConfigError`` for an unusable value.
+        The local file counts only in a trusted folder and only for a folder inside the
+        project (see :meth:`memory_directory_notes`). An empty string counts as unset.
+        Raises ``ConfigError`` for an unusable value.
         """
         for name in ("local", "user"):
             src = self.source(name)
             raw = src.values.get(_DIR_KEY)
-            if raw is None or raw == "":
+            if raw is None or raw == "" or not self.source_trusted(name):
                 continue
             where = f"autoMemoryDirectory in {src.path}"
             path = validate_memory_dir(raw, where=where, home=self.home)
+            if name == "local" and not self._inside_project(path):
+                continue
             return MemoryDirectorySetting(path=path, raw=raw, source=name, file=src.path)
         return None
+
+    def _inside_project(self, path: Path) -> bool:
+        if self.root is None:
+            return True
+        root = Path(os.path.realpath(self.root))
+        real = Path(os.path.realpath(path))
+        return real == root or root in real.parents
+
+    def memory_directory_notes(self) -> list[str]:
+        """Why a project's ``autoMemoryDirectory`` was not obeyed, one sentence each."""
+        notes = []
+        project = self.ignored_memory_directory
+        if project is not None:
+            notes.append(
+                f"autoMemoryDirectory in {project} was ignored: shared project settings come "
+                "with the repository and may not move the memdir. Put it in "
+                ".claude/settings.local.json or your user settings.json instead."
+            )
+        local = self.source("local")
+        raw = local.values.get(_DIR_KEY)
+        if raw in (None, ""):
+            return notes
+        if not self.trusted:
+            notes.append(
+                f"autoMemoryDirectory in {local.path} was ignored: this folder is not trusted. "
+                + how_to_trust(self.root if self.root is not None else local.path.parent.parent)
+            )
+            return notes
+        try:
+            path = validate_memory_dir(raw, where=f"autoMemoryDirectory in {local.path}",
+                                       home=self.home)
+        except Exception:  # memory_directory() raises the full error
+            return notes
+        if not self._inside_project(path):
+            notes.append(
+                f"autoMemoryDirectory in {local.path} was ignored: {path} is outside the "
+                "project, and project settings may not move memory out of it. Set it in your "
+                "user settings.json or with JUPYTER_MEMORY_DIR instead."
+            )
+        return notes
+
+    def needs_trust(self) -> list[str]:
+        """What the project and local files would do once trusted (empty: nothing to ask)."""
+        if self.trusted:
+            return []
+        wants = []
+        for name in ("project", "local"):
+            src = self.source(name)
+            hooks = src.values.get("hooks")
+            if isinstance(hooks, Mapping) and hooks:
+                events = ", ".join(str(k) for k in hooks)
+                wants.append(f"shell hooks ({events}) in {src.path}")
+        raw = self.source("local").values.get(_DIR_KEY)
+        if raw not in (None, ""):
+            wants.append(f"autoMemoryDirectory {raw!r} in {self.source('local').path}")
+        return wants
+
+    def skipped_notice(self) -> str | None:
+        """One line saying which project hooks were skipped and how to trust, or None."""
+        if self.trusted:
+            return None
+        files = [str(s.path) for s in self.sources if s.name != "user"
+                 and isinstance(s.values.get("hooks"), Mapping) and s.values.get("hooks")]
+        if not files:
+            return None
+        where = self.root if self.root is not None else Path(files[0]).parent.parent
+        return (f"Skipped the hooks in {' and '.join(files)}: this folder is not trusted. "
+                + how_to_trust(where))
 
     @property
     def ignored_memory_directory(self) -> Path | None:
@@ -218,4 +306,7 @@ def load_settings(project_root: Path, env: Mapping[str, str] | None = None) -> S
         home=home_dir(env),
         cleanup_period_days=cleanup,
         auto_memory_enabled=enabled,
+        root=Path(project_root),
+        trusted=is_trusted(project_root, env).trusted,
+        user_trusted=not untrusted_env(env),
     )

@@ -6,6 +6,10 @@ scope), any extra files asked for, and a manifest. ``unpack`` lays them out in a
 folder (memory in ``memory/``, the user-scope config in ``.claude/``), giving each memory
 file the age it had when recorded, and ``replay`` executes the notebook there with
 nbclient against the recording: no key, no network, the same answers.
+
+A bundle is data, not code: it never carries settings, hooks or code files, every entry
+and the manifest's own paths are checked, sizes and entry counts are capped, and replay
+runs with ``JUPYTER_MEMORY_UNTRUSTED=1`` so nothing in the folder can run a hook.
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ import datetime as _dt
 import io
 import json
 import os
+import shutil
+import tempfile
 import time
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -47,7 +54,6 @@ MANIFEST = "manifest.json"
 UNPACKED_MANIFEST = ".jupyter-memory-bundle.json"
 MEMORY_DIR = "memory"
 CONFIG_DIR = ".claude"
-_PREFIXES = {"memory/": MEMORY_DIR, "project/": "", "config/": CONFIG_DIR, "files/": ""}
 #: Variables removed from the replay kernel's environment, so replay provably needs none.
 _MODEL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
 
@@ -190,7 +196,8 @@ def pack(
     instructions, left_out = [], []
     for item in rec.start.get("instructions") or []:
         where = _instruction_entry(str(item.get("path", "")))
-        if where is None or where[0] in members:
+        if where is None or where[0] in members or not _instruction_name(
+                where[0].partition("/")[2], config=where[0].startswith("config/")):
             left_out.append(str(item.get("path")))
             continue
         add(where[0], str(item.get("text", "")).encode("utf-8"))
@@ -228,7 +235,7 @@ def _is_bundle(path: Path) -> bool:
     try:
         with zipfile.ZipFile(path) as archive:
             return json.loads(archive.read(MANIFEST)).get("format") == BUNDLE_FORMAT
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+    except (OSError, KeyError, ValueError, AttributeError, RecursionError, zipfile.BadZipFile):
         return False
 
 
@@ -245,7 +252,15 @@ def _extra_files(root: Path, patterns: Iterable[str], exclude: set[Path]) -> lis
         for path in matches:
             if path.resolve() in exclude:
                 continue
-            found[path.relative_to(root).as_posix()] = path
+            rel = path.relative_to(root).as_posix()
+            if not _data_name(rel):
+                raise BundleError(
+                    f"--include {pattern!r} takes in {rel}, which a bundle never carries: "
+                    "bundles are data, so no settings or other hidden files (names starting "
+                    "with '.'), no code files (.py, .sh, ...) and nothing in memory/. Put code "
+                    "in the notebook itself and narrow the pattern."
+                )
+            found[rel] = path
     return sorted(found.items())
 
 
@@ -266,76 +281,256 @@ def _check_secrets(texts: list[tuple[str, str]]) -> None:
 
 # --------------------------------------------------------------------------- unpack
 
+#: At most this many bytes once unpacked (declared sizes and bytes actually written).
+MAX_UNPACKED_BYTES = 1 << 30
+#: At most this many entries in one bundle.
+MAX_ENTRIES = 10_000
+#: The manifest is small JSON; a bigger one is not a bundle's.
+MAX_MANIFEST_BYTES = 8 << 20
+_CHUNK = 1 << 20
+#: File types a bundle never carries among its data files: they would run as code.
+CODE_SUFFIXES = frozenset({
+    ".py", ".pyc", ".pyo", ".pyd", ".pyw", ".pyz", ".pth", ".so", ".dylib", ".dll", ".exe",
+    ".sh", ".bash", ".zsh", ".fish", ".bat", ".cmd", ".ps1", ".command", ".app", ".jar",
+})
 
-def unpack(bundle: Path, dest: Path) -> UnpackResult:
-    """Lay a bundle out in ``dest`` (which must be new or empty), memory ages restored."""
+
+def _root_name(manifest: Mapping[str, Any], key: str, suffix: str) -> str:
+    """The manifest's notebook or recording name: one plain file name in the folder."""
+    raw = manifest.get(key)
+    rel = _safe_relative(raw) if isinstance(raw, str) else None
+    if rel is None or "/" in rel or rel.startswith(".") or not rel.endswith(suffix):
+        raise BundleError(
+            f"The bundle's manifest names its {key} {raw!r}; it must be a plain {suffix} file "
+            "name inside the bundle (no folders, no '..', not absolute). Refusing to unpack it."
+        )
+    return rel
+
+
+def _instruction_name(rel: str, *, config: bool) -> bool:
+    """Whether ``rel`` is an instruction file a bundle may carry (never settings or hooks).
+
+    Project side: ``CLAUDE.md`` files and the text files they import, but inside a
+    dot-folder only ``.claude/CLAUDE.md`` and ``.claude/rules/**.md``, and nothing that
+    would run as code. Config side: ``CLAUDE.md`` and ``rules/**.md`` only.
+    """
+    parts = rel.split("/")
+    if config:
+        return rel == "CLAUDE.md" or (parts[0] == "rules" and len(parts) > 1 and rel.endswith(".md")
+                                      and not any(p.startswith(".") for p in parts))
+    if PurePosixPath(rel).suffix.lower() in CODE_SUFFIXES:
+        return False
+    for i, part in enumerate(parts):
+        if not part.startswith("."):
+            continue
+        rest = parts[i + 1:]
+        rule = rest[:1] == ["rules"] and len(rest) > 1 and rel.endswith(".md")
+        if part != ".claude" or not (rest == ["CLAUDE.md"] or rule):
+            return False
+        if any(p.startswith(".") for p in rest):
+            return False
+    return True
+
+
+def _data_name(rel: str) -> bool:
+    """A declared data file: no hidden parts, not code, not in the memory folder."""
+    parts = rel.split("/")
+    if any(p.startswith(".") for p in parts) or parts[0] == MEMORY_DIR:
+        return False
+    return PurePosixPath(rel).suffix.lower() not in CODE_SUFFIXES
+
+
+def _plan(archive: zipfile.ZipFile, manifest: Mapping[str, Any], bundle: Path,
+          max_bytes: int, max_entries: int) -> list[tuple[zipfile.ZipInfo, str]]:
+    """Every entry with the relative path it goes to, all checked before anything is written."""
+    notebook = _root_name(manifest, "notebook", ".ipynb")
+    recording = _root_name(manifest, "recording", ".json")
+    declared_memory = {str(m.get("file")) for m in _listed(manifest, "memory") if isinstance(m, dict)}
+    declared_inst = {str(i.get("entry")) for i in _listed(manifest, "instructions")
+                     if isinstance(i, dict)}
+    declared_files = {f for f in _listed(manifest, "files") if isinstance(f, str)}
+    infos = archive.infolist()
+    if len(infos) > max_entries:
+        raise BundleError(f"{bundle} holds {len(infos):,} entries; a bundle may hold at most "
+                          f"{max_entries:,}. Refusing to unpack it.")
+    total = sum(info.file_size for info in infos)
+    if total > max_bytes:
+        raise BundleError(f"{bundle} would unpack to {total:,} bytes; the limit is {max_bytes:,}. "
+                          "Refusing to unpack it (a bundle this large is not a notebook's).")
+    plan: list[tuple[zipfile.ZipInfo, str]] = []
+    seen: set[str] = set()
+    for info in infos:
+        if info.filename == MANIFEST or info.is_dir():
+            continue
+        target = _entry_target(info.filename, notebook, recording, declared_memory,
+                               declared_inst, declared_files)
+        if target is None or (info.external_attr >> 16) & 0o170000 == 0o120000:
+            raise BundleError(
+                f"{bundle} holds an unsafe or unknown entry {info.filename!r}; refusing to "
+                "unpack it. A bundle carries only its notebook, recording, memory files, "
+                "instruction files and declared data files, never settings, hooks or code."
+            )
+        if target in seen or target == UNPACKED_MANIFEST:
+            raise BundleError(f"{bundle} holds two entries for {target!r}; refusing to unpack it.")
+        seen.add(target)
+        plan.append((info, target))
+    for name in (notebook, recording):
+        if name not in seen:
+            raise BundleError(f"{bundle} names {name!r} in its manifest but does not hold it.")
+    return plan
+
+
+def _listed(manifest: Mapping[str, Any], key: str) -> list[Any]:
+    """A list field of the manifest; anything else counts as empty."""
+    value = manifest.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _entry_target(name: str, notebook: str, recording: str, memory: set[str],
+                  instructions: set[str], files: set[str]) -> str | None:
+    rel = _safe_relative(name)
+    if rel is None:
+        return None
+    if rel in (notebook, recording):
+        return rel
+    head, _, rest = rel.partition("/")
+    if not rest:
+        return None
+    if head == "memory" and rest in memory and rest.endswith(".md") \
+            and not any(p.startswith(".") for p in rest.split("/")):
+        return f"{MEMORY_DIR}/{rest}"
+    if head in ("project", "config") and rel in instructions \
+            and _instruction_name(rest, config=head == "config"):
+        return rest if head == "project" else f"{CONFIG_DIR}/{rest}"
+    if head == "files" and rest in files and _data_name(rest):
+        return rest
+    return None
+
+
+def _copy_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path,
+                budget: list[int], bundle: Path) -> None:
+    """Stream one entry to a new file, stopping when the byte budget runs out."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with archive.open(info) as src, open(target, "xb") as dst:
+        while True:
+            chunk = src.read(_CHUNK)
+            if not chunk:
+                return
+            budget[0] -= len(chunk)
+            if budget[0] < 0:
+                raise BundleError(f"{bundle} expands beyond its declared sizes; refusing to "
+                                  "unpack it.")
+            dst.write(chunk)
+
+
+def _first_missing(folder: Path) -> Path | None:
+    """The highest folder of ``folder``'s chain that does not exist yet (None: all exist)."""
+    missing = None
+    for p in (folder, *folder.parents):
+        if p.exists():
+            break
+        missing = p
+    return missing
+
+
+def unpack(bundle: Path, dest: Path, *, max_bytes: int = MAX_UNPACKED_BYTES,
+           max_entries: int = MAX_ENTRIES) -> UnpackResult:
+    """Lay a bundle out in ``dest`` (which must be new or empty), memory ages restored.
+
+    A bundle is data: only the notebook, its recording, the memory snapshot, instruction
+    files and the data files its manifest declares are written, never settings, hooks or
+    code, and each path is checked (the manifest's too) before anything is written. It
+    is unpacked into a temporary folder beside ``dest`` and moved into place, so a
+    refused or damaged bundle leaves nothing behind.
+    """
     bundle, dest = Path(bundle).expanduser(), Path(dest).expanduser().absolute()
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+    if dest.exists() and (not dest.is_dir() or dest.is_symlink() or any(dest.iterdir())):
         raise BundleError(f"{dest} is not an empty folder; unpack into a new folder.")
     try:
         archive = zipfile.ZipFile(bundle)
     except FileNotFoundError:
         raise BundleError(f"No bundle at {bundle}.") from None
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, OSError, ValueError):
         raise BundleError(f"{bundle} is not a zip file; it is not a jupyter-memory bundle.") from None
     with archive:
+        manifest = _read_manifest(archive, bundle)
+        plan = _plan(archive, manifest, bundle, max_bytes, max_entries)
+        created = _first_missing(dest.parent)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.unpacking-", dir=dest.parent))
         try:
-            manifest = json.loads(archive.read(MANIFEST))
-        except (KeyError, ValueError):
-            raise BundleError(f"{bundle} has no readable {MANIFEST}; it is not a bundle.") from None
-        if manifest.get("format") != BUNDLE_FORMAT or manifest.get("version") != BUNDLE_VERSION:
-            raise BundleError(f"{bundle} is not a version-{BUNDLE_VERSION} jupyter-memory bundle.")
-        roots = {manifest.get("notebook"), manifest.get("recording")}
-        plan: list[tuple[zipfile.ZipInfo, Path]] = []
-        for info in archive.infolist():
-            if info.filename == MANIFEST or info.is_dir():
-                continue
-            target = _target(info.filename, roots)
-            if target is None or (info.external_attr >> 16) & 0o170000 == 0o120000:
-                raise BundleError(f"{bundle} holds an unsafe or unknown entry {info.filename!r}; "
-                                  "refusing to unpack it.")
-            plan.append((info, dest / target))
-        dest.mkdir(parents=True, exist_ok=True)
-        for info, target in plan:
-            atomic_write(target, archive.read(info))
+            budget = [max_bytes]
+            for info, target in plan:
+                _copy_entry(archive, info, staging / target, budget, bundle)
+            _finish(staging, manifest)
+            os.replace(staging, dest)  # an empty dest folder is replaced in one step
+        except BaseException as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            if created is not None:
+                shutil.rmtree(created, ignore_errors=True)
+            if isinstance(exc, (zipfile.BadZipFile, zlib.error, EOFError)):
+                raise BundleError(f"{bundle} is damaged ({exc}); nothing was unpacked.") from None
+            if isinstance(exc, OSError) and not isinstance(exc, FileExistsError):
+                raise BundleError(f"Could not unpack {bundle} into {dest}: {exc}. "
+                                  "Nothing was left behind.") from None
+            raise
+    return UnpackResult(dest, dest / str(manifest["notebook"]), dest / str(manifest["recording"]),
+                        dest / MEMORY_DIR, dest / CONFIG_DIR, manifest)
+
+
+def _read_manifest(archive: zipfile.ZipFile, bundle: Path) -> dict[str, Any]:
+    try:
+        info = archive.getinfo(MANIFEST)
+        if info.file_size > MAX_MANIFEST_BYTES:
+            raise ValueError("manifest too large")
+        with archive.open(info) as fh:
+            manifest = json.loads(fh.read(MAX_MANIFEST_BYTES + 1))
+    except (KeyError, ValueError, RecursionError, zipfile.BadZipFile, zlib.error, EOFError):
+        raise BundleError(f"{bundle} has no readable {MANIFEST}; it is not a bundle.") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT \
+            or manifest.get("version") != BUNDLE_VERSION:
+        raise BundleError(f"{bundle} is not a version-{BUNDLE_VERSION} jupyter-memory bundle.")
+    return manifest
+
+
+def _finish(folder: Path, manifest: Mapping[str, Any]) -> None:
+    """Give memory files their recorded ages and write the unpacked manifest."""
     now = time.time()
-    memdir = dest / MEMORY_DIR
+    memdir = folder / MEMORY_DIR
     memdir.mkdir(exist_ok=True)
-    for item in manifest.get("memory") or []:
-        rel = _safe_relative(str(item.get("file", "")))
+    for item in _listed(manifest, "memory"):
+        rel = _safe_relative(str(item.get("file", ""))) if isinstance(item, dict) else None
         path = memdir / rel if rel is not None else None
         if path is not None and path.is_file() and not path.is_symlink():
-            when = now - float(item.get("age_seconds") or 0.0)
-            os.utime(path, (when, when))
-    atomic_write(dest / UNPACKED_MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
-    (dest / CONFIG_DIR).mkdir(exist_ok=True)
-    return UnpackResult(dest, dest / str(manifest["notebook"]), dest / str(manifest["recording"]),
-                        memdir, dest / CONFIG_DIR, manifest)
-
-
-def _target(name: str, roots: set[Any]) -> str | None:
-    rel = _safe_relative(name)
-    if rel is None:
-        return None
-    if rel in roots:
-        return rel
-    for prefix, folder in _PREFIXES.items():
-        if rel.startswith(prefix) and len(rel) > len(prefix):
-            rest = rel[len(prefix):]
-            return f"{folder}/{rest}" if folder else rest
-    return None
+            try:
+                when = now - float(item.get("age_seconds") or 0.0)
+            except (TypeError, ValueError):
+                continue
+            try:
+                os.utime(path, (when, when))
+            except (OverflowError, ValueError, OSError):
+                continue
+    atomic_write(folder / UNPACKED_MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
+    (folder / CONFIG_DIR).mkdir(exist_ok=True)
 
 
 # --------------------------------------------------------------------------- replay
 
 
 def replay_env(unpacked: UnpackResult, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The kernel environment of a replay: this folder's memory and config, no model."""
+    """The kernel environment of a replay: this folder's memory and config, no model.
+
+    ``JUPYTER_MEMORY_UNTRUSTED`` is set, so the replay treats every folder as untrusted:
+    no settings file's hooks run and no import reaches outside, whatever the folder holds.
+    """
+    from jupyter_memory.memdir.trust import ENV_UNTRUSTED
+
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _MODEL_ENV}
     env.update({
         "JUPYTER_MEMORY_DIR": str(unpacked.memdir),
         "CLAUDE_CONFIG_DIR": str(unpacked.config_dir),
         REPLAY_ENV: str(unpacked.recording),
+        ENV_UNTRUSTED: "1",
     })
     env.pop("JPY_SESSION_NAME", None)
     if unpacked.manifest.get("notebook_known"):
@@ -371,6 +566,7 @@ def replay(
 
     if not isinstance(unpacked, UnpackResult):
         unpacked = _unpacked_from(Path(unpacked))
+    _check_inside(unpacked)
     nb = nbformat.read(str(unpacked.notebook), as_version=4)
     bundled = _answers(nb)
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
@@ -401,10 +597,24 @@ def _short_error(exc: Exception) -> str:
 def _unpacked_from(folder: Path) -> UnpackResult:
     try:
         manifest = json.loads((folder / UNPACKED_MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         raise BundleError(f"{folder} is not an unpacked bundle (no {UNPACKED_MANIFEST}).") from None
-    return UnpackResult(folder, folder / manifest["notebook"], folder / manifest["recording"],
+    if not isinstance(manifest, dict):
+        raise BundleError(f"{folder / UNPACKED_MANIFEST} is not a bundle manifest.")
+    notebook = _root_name(manifest, "notebook", ".ipynb")
+    recording = _root_name(manifest, "recording", ".json")
+    return UnpackResult(folder, folder / notebook, folder / recording,
                         folder / MEMORY_DIR, folder / CONFIG_DIR, manifest)
+
+
+def _check_inside(unpacked: UnpackResult) -> None:
+    """Replay runs only what was unpacked: the notebook and recording are plain files in
+    the folder, not links to somewhere else."""
+    folder = Path(os.path.realpath(unpacked.folder))
+    for path in (unpacked.notebook, unpacked.recording):
+        if path.is_symlink() or Path(os.path.realpath(path)).parent != folder:
+            raise BundleError(f"{path} is not a file of the unpacked folder {unpacked.folder}; "
+                              "replay runs only what the bundle unpacked.")
 
 
 # --------------------------------------------------------------------------- command line
@@ -454,7 +664,8 @@ def bundle_command(ctx: Any) -> int:
     if not args.replay:
         ctx.emit(unpacked.to_json(), f"Unpacked into {unpacked.folder}; replay it with "
                  f"{REPLAY_ENV}={unpacked.recording} JUPYTER_MEMORY_DIR={unpacked.memdir} "
-                 f"CLAUDE_CONFIG_DIR={unpacked.config_dir} jupyter nbconvert --execute "
+                 f"CLAUDE_CONFIG_DIR={unpacked.config_dir} JUPYTER_MEMORY_UNTRUSTED=1 "
+                 "jupyter nbconvert --execute "
                  f"{unpacked.notebook}, or unpack with --replay.")
         return 0
     report = replay(unpacked, kernel_name=args.kernel, timeout=args.timeout, env=ctx.env)
