@@ -14,12 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jupyter_memory.errors import ConfigError
+from jupyter_memory.memdir.basedir import config_base
 from jupyter_memory.memdir.location import (
     MAX_KEY_LENGTH,
     REGISTRY_FILENAME,
-    config_base,
     djb2_hash,
-    find_project_root,
     iter_project_dirs,
     locate,
     project_dir,
@@ -27,6 +26,7 @@ from jupyter_memory.memdir.location import (
     sanitize_key,
     transcripts_dir,
 )
+from jupyter_memory.memdir.project import find_project_root
 from jupyter_memory.memdir.trust import trust_folder
 
 # --- helpers ---------------------------------------------------------------------------

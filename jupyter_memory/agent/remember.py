@@ -27,8 +27,8 @@ from typing import Any
 from jupyter_memory.context import prompts
 from jupyter_memory.errors import ConfigError, MemoryDisabled
 from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.basedir import config_base
 from jupyter_memory.memdir.index import INDEX_NAME
-from jupyter_memory.memdir.location import config_base
 from jupyter_memory.memdir.record import MEMORY_TYPES
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
 

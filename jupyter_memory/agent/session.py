@@ -175,7 +175,7 @@ class Session:
     def _ask_trust(self) -> None:
         """Ask the person (when a front end can) to trust a folder whose settings want to
         run code or move paths; headless, nothing is asked and nothing untrusted runs."""
-        from jupyter_memory.memdir.location import find_project_root
+        from jupyter_memory.memdir.project import find_project_root
         from jupyter_memory.memdir.settings import load_settings
         from jupyter_memory.memdir.trust import request_trust
 

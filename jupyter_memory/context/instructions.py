@@ -20,7 +20,8 @@ from pathlib import Path
 import yaml
 
 from jupyter_memory.errors import ConfigError
-from jupyter_memory.memdir.location import config_base, find_project_root, home_dir
+from jupyter_memory.memdir.basedir import config_base, home_dir
+from jupyter_memory.memdir.project import find_project_root
 
 __all__ = [
     "MAX_FILE_BYTES",

@@ -16,8 +16,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.errors import ConfigError
+from jupyter_memory.memdir.basedir import (
+    _environ,
+    config_base,
+    home_dir,
+    validate_memory_dir,
+)
 from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.project import canonical_root, git_toplevel, start_folder
 
 MAX_KEY_LENGTH = 200
 """Longest project key kept whole; longer keys are cut here and given a hash suffix."""
@@ -26,22 +32,11 @@ MEMORY_DIRNAME = "memory"
 REGISTRY_FILENAME = "jupyter-memory-project.json"
 
 ENV_MEMORY_DIR = "JUPYTER_MEMORY_DIR"
-ENV_CONFIG_DIR = "CLAUDE_CONFIG_DIR"
 ENV_DISABLE = "CLAUDE_CODE_DISABLE_AUTO_MEMORY"
 
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 _FALSY = frozenset({"0", "false", "no", "off"})
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-
-
-def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
-    return os.environ if env is None else env
-
-
-def home_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The user's home, from ``HOME`` in *env* so tests can point it at a temp folder."""
-    home = _environ(env).get("HOME")
-    return Path(home) if home else Path(os.path.expanduser("~"))
 
 
 # --- the project key ---------------------------------------------------------------
@@ -95,17 +90,6 @@ def sanitize_key(path: str) -> str:
 # --- base folders --------------------------------------------------------------------
 
 
-def config_base(env: Mapping[str, str] | None = None) -> Path:
-    """``CLAUDE_CONFIG_DIR`` when set, else ``~/.claude``: the root of every per-user file."""
-    environ = _environ(env)
-    raw = environ.get(ENV_CONFIG_DIR)
-    if not raw:
-        return home_dir(environ) / ".claude"
-    if raw == "~" or raw.startswith("~/"):
-        raw = str(home_dir(environ)) + raw[1:]
-    return Path(os.path.abspath(raw))
-
-
 def projects_dir(env: Mapping[str, str] | None = None) -> Path:
     """``<base>/projects``: one folder per project key."""
     return config_base(env) / "projects"
@@ -139,112 +123,7 @@ def transcripts_dir(cwd: Path, env: Mapping[str, str] | None = None) -> Path:
     return project_dir(Path(os.path.realpath(cwd)), env)
 
 
-# --- the project root ----------------------------------------------------------------
-
-
-def _read_first_line(path: Path) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-            return fh.readline().strip()
-    except OSError:
-        return None
-
-
-def _resolve_from(base: Path, value: str) -> Path:
-    return Path(os.path.realpath(os.path.join(base, value)))
-
-
-def _canonical_root(top: Path) -> Path:
-    """Map a worktree checkout to its main repository; everything else stays itself.
-
-    A worktree's ``.git`` file names a gitdir under ``<common>/worktrees/``, and that
-    gitdir's ``commondir`` leads back to the main ``.git``. A submodule's ``.git`` file
-    points into the superproject's ``.git/modules/`` with no ``commondir``, so it keeps
-    its own root. The gitdir's back-link must name this checkout, so a ``.git`` file
-    planted in a downloaded folder cannot borrow another project's memdir.
-    """
-    dot_git = top / ".git"
-    if not dot_git.is_file():
-        return top
-    line = _read_first_line(dot_git)
-    if not line or not line.startswith("gitdir:"):
-        return top
-    gitdir = _resolve_from(top, line[len("gitdir:") :].strip())
-    commondir = _read_first_line(gitdir / "commondir")
-    if not commondir:
-        return top
-    common = _resolve_from(gitdir, commondir)
-    if gitdir.parent != common / "worktrees":
-        return top
-    backlink = _read_first_line(gitdir / "gitdir")
-    if not backlink or _resolve_from(gitdir, backlink) != Path(os.path.realpath(dot_git)):
-        return top
-    # A bare repository's common dir is the repository itself.
-    return common.parent if common.name == ".git" else common
-
-
-def _git_toplevel(start: Path) -> Path | None:
-    """The nearest folder at or above *start* holding a ``.git`` entry (folder or file)."""
-    for folder in (start, *start.parents):
-        if os.path.lexists(folder / ".git"):
-            return folder
-    return None
-
-
-def _start_folder(start: Path) -> Path:
-    real = Path(os.path.realpath(start))
-    return real.parent if real.is_file() else real
-
-
-def find_project_root(start: Path) -> Path:
-    """The folder whose memdir *start* uses: the realpath of its canonical git root.
-
-    Worktrees resolve to the main repository, submodules to themselves; outside git
-    the (real) folder itself. A file is taken to mean its folder (a notebook's folder).
-    """
-    folder = _start_folder(start)
-    top = _git_toplevel(folder)
-    return folder if top is None else _canonical_root(top)
-
-
 # --- validation shared with settings.py ----------------------------------------------
-
-
-def validate_memory_dir(raw: object, *, where: str, home: Path) -> Path:
-    """Check a memdir override and return it normalised, or raise ``ConfigError``.
-
-    Accepted: an absolute path, or one starting ``~/`` (expanded against *home*).
-    Refused: relative paths, NUL bytes, bare ``~`` (or ``~/`` naming home itself or
-    above it), paths shorter than 3 characters and ``//`` network paths: each could
-    point memory writes somewhere nobody meant.
-    """
-    fix = f"Set {where} to an absolute folder such as ~/notes/memory or /srv/team/memory."
-    if not isinstance(raw, str):
-        raise ConfigError(f"{where} must be a path string, not {type(raw).__name__}. {fix}")
-    if "\0" in raw:
-        raise ConfigError(f"{where} contains a NUL byte, which no path can hold. {fix}")
-    candidate = raw
-    if raw == "~" or raw.startswith("~/"):
-        rest = raw[2:]
-        if os.path.normpath(rest or ".") in (".", ".."):
-            raise ConfigError(
-                f"{where} is {raw!r}, which names your home folder itself (or above it); "
-                f"memory files would be mixed with everything else there. {fix}"
-            )
-        candidate = os.path.join(home, rest)
-    elif not os.path.isabs(raw):
-        raise ConfigError(
-            f"{where} is {raw!r}, a relative path, so it would move with the working folder. {fix}"
-        )
-    normalized = os.path.normpath(candidate).rstrip("/")
-    if len(normalized) < 3:
-        raise ConfigError(
-            f"{where} is {raw!r}; a path this short ({normalized or '/'!r}) is almost "
-            f"certainly a mistake. {fix}"
-        )
-    if normalized.startswith("//"):
-        raise ConfigError(f"{where} is {raw!r}, a network-style // path. {fix}")
-    return Path(normalized)
 
 
 # --- locate ----------------------------------------------------------------------------
@@ -310,9 +189,9 @@ def locate(project: Path | None = None, env: Mapping[str, str] | None = None) ->
     from jupyter_memory.memdir.settings import load_settings  # settings.py imports this module
 
     environ = _environ(env)
-    folder = _start_folder(Path.cwd() if project is None else Path(project))
-    top = _git_toplevel(folder)
-    root = folder if top is None else _canonical_root(top)
+    folder = start_folder(Path.cwd() if project is None else Path(project))
+    top = git_toplevel(folder)
+    root = folder if top is None else canonical_root(top)
     workspace = top if top is not None else folder
     settings = load_settings(workspace, environ)
     notes = list(settings.warnings)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.memdir.location import config_base, home_dir, validate_memory_dir
+from jupyter_memory.memdir.basedir import config_base, home_dir, validate_memory_dir
 from jupyter_memory.memdir.trust import how_to_trust, is_trusted, untrusted_env
 
 SOURCES = ("user", "project", "local")

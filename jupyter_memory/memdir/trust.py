@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.errors import ConfigError
+from jupyter_memory.memdir.basedir import ENV_CONFIG_DIR, config_base, home_dir
 from jupyter_memory.memdir.fsutil import atomic_write
-from jupyter_memory.memdir.location import ENV_CONFIG_DIR, config_base, home_dir
 
 __all__ = [
     "ENV_UNTRUSTED",
@@ -375,7 +375,7 @@ def trust_command(action: str, folder: Path | str | None,
     ``action`` is ``"trust"``, ``"revoke"`` or ``"list"``; ``folder`` defaults to the
     project root of the current folder.
     """
-    from jupyter_memory.memdir.location import find_project_root
+    from jupyter_memory.memdir.project import find_project_root
 
     if action == "list":
         entries = trusted_folders(env)

@@ -126,7 +126,8 @@ class Normaliser:
 
     @classmethod
     def for_session(cls, session: Any) -> Normaliser:
-        from jupyter_memory.memdir.location import config_base, home_dir, transcripts_dir
+        from jupyter_memory.memdir.basedir import config_base, home_dir
+        from jupyter_memory.memdir.location import transcripts_dir
 
         env = session.env
         location = session.location
