@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jupyter_memory.memdir import scan as scan_mod
-from jupyter_memory.memdir.record import iso_utc
+from jupyter_memory.memdir.clock import iso_utc
 from jupyter_memory.memdir.scan import ScanCache, describe, list_files, manifest, scan
 
 NOW = 1_780_000_000.0  # a fixed clock for ages

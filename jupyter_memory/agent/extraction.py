@@ -37,7 +37,6 @@ does; the tool layer still refuses every tool outside the sandbox.
 from __future__ import annotations
 
 import copy
-import datetime as _dt
 import os
 import threading
 import uuid
@@ -51,6 +50,7 @@ from jupyter_memory.context.assemble import assemble
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.clock import now_iso
 from jupyter_memory.memdir.fsutil import atomic_write
 from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.scan import manifest, scan
@@ -317,9 +317,6 @@ class UndoReport:
         return "\n".join(lines)
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
 
 
 def describe_error(exc: BaseException) -> str:
@@ -548,7 +545,7 @@ class ExtractionHook:
                     self._cond.notify_all()
 
     def _run(self, request: _Request, *, trailing: bool) -> None:
-        run = ExtractionRun(len(self.runs) + 1, f"extraction-{uuid.uuid4().hex[:12]}", _now(),
+        run = ExtractionRun(len(self.runs) + 1, f"extraction-{uuid.uuid4().hex[:12]}", now_iso(),
                             trailing=trailing)
         with self._cond:
             self.runs.append(run)
@@ -571,7 +568,7 @@ class ExtractionHook:
     def _failed(self, request: _Request, run: ExtractionRun | None, exc: BaseException) -> None:
         message = describe_error(exc)
         if run is not None:
-            run.status, run.error, run.ended = "failed", message, _now()
+            run.status, run.error, run.ended = "failed", message, now_iso()
         with self._cond:
             self.counts["failed"] += 1
             self.failures += 1
@@ -642,7 +639,7 @@ class ExtractionHook:
                 run.files = [f for f in written if run.after.get(f) is not None]
                 run.created = [f for f in run.files if store.before[f] is None]
                 run.status = "saved" if run.files else "nothing"
-            run.ended = _now()
+            run.ended = now_iso()
         finally:
             if area is not None:
                 area.drop_stage(work)

@@ -9,7 +9,6 @@ rolled back so the cell can simply be run again.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import count_breakpoints, digest
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir.clock import now_iso
 
 TURN_MIME = "application/vnd.jupyter-memory.turn+json"
 #: Longest wait for prefetched memories before the first call (``wait_for_prefetch``).
@@ -92,8 +92,6 @@ class TurnResult:
         return self.status == "ok"
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _block_to_dict(block: Any) -> dict[str, Any]:
@@ -131,7 +129,7 @@ class TurnState:
         self.requests: list[dict[str, Any]] = []
         self.usage = Usage()
         self.events_log: list[dict[str, str]] = []
-        self.started = _now()
+        self.started = now_iso()
         self.partial_text = ""
         self.got_response = False
         self.activated: list[str] = []
@@ -255,7 +253,7 @@ def _call_model(turn: TurnState, client: Any, round_index: int) -> Any:
     assembled = session.assemble()
     body = assembled.body
     entry = {"round": round_index, "digest": digest(body), "breakpoints": count_breakpoints(body),
-             "sent": _now(), "body": body}
+             "sent": now_iso(), "body": body}
     turn.requests.append(entry)
     with client.messages.stream(**body) as stream:
         for event in stream:
@@ -365,7 +363,7 @@ def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
         "memdir": str(session.memdir) if session.memdir is not None else None,
         "status": status,
         "started": turn.started,
-        "ended": _now(),
+        "ended": now_iso(),
         "prompt": turn.prompt,
         "answer": answer,
         "messages": turn.new_messages,

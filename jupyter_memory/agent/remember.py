@@ -29,6 +29,7 @@ from jupyter_memory.errors import ConfigError, MemoryDisabled
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.basedir import config_base
 from jupyter_memory.memdir.index import INDEX_NAME
+from jupyter_memory.memdir.markdown import fence_flags
 from jupyter_memory.memdir.record import MEMORY_TYPES
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
 
@@ -292,7 +293,6 @@ def _rules() -> list[tuple[re.Pattern[str], Any]]:
 
 
 _RULES = _rules()
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 
 
@@ -305,12 +305,9 @@ def find_relative_dates(text: str, today: _dt.date | None = None) -> list[Relati
     """
     today = today or _dt.date.today()
     found: list[RelativeDate] = []
-    in_fence = False
-    for number, line in enumerate(text.splitlines(), 1):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence:
+    lines = text.splitlines()
+    for number, (line, fenced) in enumerate(zip(lines, fence_flags(lines), strict=True), 1):
+        if fenced:
             continue
         visible = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line)
         taken: list[tuple[int, int]] = []
@@ -380,12 +377,10 @@ def _is_wide(ch: str) -> bool:
 
 def _plain(body: str, *, headings: bool = True) -> list[str]:
     """The body's lines as plain text: no code blocks, markup, links or list bullets."""
-    lines, in_fence = [], False
-    for line in body.splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence or (not headings and _HEADING.match(line)):
+    lines: list[str] = []
+    raw = body.splitlines()
+    for line, fenced in zip(raw, fence_flags(raw), strict=True):
+        if fenced or (not headings and _HEADING.match(line)):
             continue
         text = _LINK.sub(r"\1", line)
         text = _BULLET.sub("", _LEAD.sub("", text))

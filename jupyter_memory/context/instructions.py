@@ -21,6 +21,7 @@ import yaml
 
 from jupyter_memory.errors import ConfigError
 from jupyter_memory.memdir.basedir import config_base, home_dir
+from jupyter_memory.memdir.markdown import fence_flags
 from jupyter_memory.memdir.project import find_project_root
 
 __all__ = [
@@ -475,36 +476,10 @@ def _rule_files(rules_dir: Path) -> list[Path]:
 # --------------------------------------------------------------------------- markdown
 
 
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
 _IMPORT = re.compile(r"(?<!\S)@((?:[^\s\\]|\\ )+)")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _TRAILING_PUNCT = ".,;:!?)]}'\""
-
-
-def _fence_flags(lines: list[str]) -> list[bool]:
-    """For each line, whether it belongs to a fenced code block (delimiters included)."""
-    flags: list[bool] = []
-    fence: str | None = None
-    for line in lines:
-        if fence is None:
-            m = _FENCE_OPEN.match(line)
-            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
-                fence = m.group(1)
-                flags.append(True)
-            else:
-                flags.append(False)
-        else:
-            flags.append(True)
-            stripped = line.strip()
-            if (
-                len(line) - len(line.lstrip(" ")) <= 3
-                and stripped
-                and set(stripped) == {fence[0]}
-                and len(stripped) >= len(fence)
-            ):
-                fence = None
-    return flags
 
 
 def strip_html_comments(text: str) -> str:
@@ -515,7 +490,7 @@ def strip_html_comments(text: str) -> str:
     prose are kept as they are.
     """
     lines = text.splitlines(keepends=True)
-    flags = _fence_flags(lines)
+    flags = fence_flags(lines)
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -543,7 +518,7 @@ def strip_html_comments(text: str) -> str:
 def _mask_code(text: str) -> str:
     """``text`` with fenced blocks and inline code spans blanked out (same length)."""
     lines = text.splitlines(keepends=True)
-    flags = _fence_flags(lines)
+    flags = fence_flags(lines)
     masked = "".join(
         re.sub(r"[^\n]", " ", line) if fenced else line
         for line, fenced in zip(lines, flags, strict=True)
@@ -689,7 +664,7 @@ def _rule_globs(text: str, path: Path, notes: list[str]) -> tuple[str, ...]:
 
 def _compact_sections(text: str) -> list[str]:
     lines = text.splitlines()
-    flags = _fence_flags(lines)
+    flags = fence_flags(lines)
     sections: list[str] = []
     level: int | None = None
     body: list[str] = []

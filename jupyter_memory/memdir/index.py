@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from jupyter_memory.memdir.markdown import fence_flags, fence_open_at_end
+
 INDEX_NAME = "MEMORY.md"
 MAX_LINES = 200
 MAX_CHARS = 25_000
@@ -37,7 +39,6 @@ _ENTRY_RE = re.compile(
     re.VERBOSE,
 )
 _HEADING_RE = re.compile(r"^\s{0,3}(?P<hashes>#{1,6})\s+(?P<text>.*?)\s*#*\s*$")
-_FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -116,14 +117,11 @@ def parse_index(text: str) -> Index:
     groups: list[str] = []
     free: list[tuple[int, str]] = []
     group: str | None = None
-    in_fence = False
-    for number, raw in enumerate(text.split("\n"), start=1):
+    raw_lines = text.split("\n")
+    flags = fence_flags(raw_lines)
+    for number, raw in enumerate(raw_lines, start=1):
         line = raw.rstrip("\r")
-        if _FENCE_RE.match(line):
-            in_fence = not in_fence
-            free.append((number, raw))
-            continue
-        if not in_fence:
+        if not flags[number - 1]:
             heading = _HEADING_RE.match(line)
             if heading:
                 if len(heading.group("hashes")) == 1:
@@ -152,7 +150,7 @@ def parse_index(text: str) -> Index:
         entries=tuple(entries),
         groups=tuple(groups),
         free_text=tuple(free),
-        open_fence=in_fence,
+        open_fence=fence_open_at_end(raw_lines),
     )
 
 

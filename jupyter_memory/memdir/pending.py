@@ -17,7 +17,6 @@ refused unless forced).
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import hashlib
 import json
 import os
@@ -29,6 +28,7 @@ from typing import Any
 
 from jupyter_memory.errors import JupyterMemoryError, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.clock import now_iso
 from jupyter_memory.memdir.fsutil import atomic_write
 from jupyter_memory.memdir.index import INDEX_NAME, parse_index, upsert_entry
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
@@ -50,8 +50,6 @@ def fingerprint(data: bytes | None) -> str | None:
     return None if data is None else "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -146,7 +144,7 @@ class PendingArea:
     ) -> PendingItem:
         """Store one proposed memory and return it."""
         item_id = self._new_id(session_id, run, file)
-        meta = {"file": file, "run": run, "created": _now(), "base": fingerprint(base),
+        meta = {"file": file, "run": run, "created": now_iso("seconds"), "base": fingerprint(base),
                 "title": title, "hook": hook, "session_id": session_id}
         atomic_write(self.root / f"{item_id}.md", data)
         atomic_write(self.root / f"{item_id}.json",

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from jupyter_memory.memdir.clock import iso_utc
 from jupyter_memory.memdir.freshness import age_days as _age_days
 from jupyter_memory.memdir.frontmatter import Document
 
@@ -21,7 +22,6 @@ __all__ = [
     "PROVENANCES",
     "PROVENANCE_FIELD",
     "Memory",
-    "iso_utc",
 ]
 
 MEMORY_TYPES = ("user", "feedback", "project", "reference")
@@ -32,13 +32,6 @@ PROVENANCES = ("user", "agent", "extraction", "import")
 
 PROVENANCE_FIELD = "origin"
 """Frontmatter key recording provenance (top level when flat, under ``metadata:`` when nested)."""
-
-
-def iso_utc(timestamp: float) -> str:
-    """A POSIX timestamp as ISO 8601 UTC with milliseconds and ``Z``, like JavaScript's
-    ``Date.toISOString()`` that the reference writes in its manifests."""
-    moment = datetime.fromtimestamp(timestamp, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def _text(value: Any) -> str | None:

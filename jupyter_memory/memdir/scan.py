@@ -19,11 +19,12 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from jupyter_memory.memdir.clock import iso_utc
 from jupyter_memory.memdir.freshness import age_days
 from jupyter_memory.memdir.frontmatter import Document, parse
 from jupyter_memory.memdir.fsutil import read_head
 from jupyter_memory.memdir.index import INDEX_NAME, Index, normalize_file, parse_index
-from jupyter_memory.memdir.record import Memory, iso_utc
+from jupyter_memory.memdir.record import Memory
 
 __all__ = [
     "HEAD_LINES",

@@ -21,7 +21,6 @@ import contextlib
 import difflib
 import os
 import re
-import time
 import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 
 from jupyter_memory.errors import InvalidPath, JupyterMemoryError, MemoryExists, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.clock import now_iso
 from jupyter_memory.memdir.fsutil import atomic_write, memdir_lock
 from jupyter_memory.memdir.guard import check_no_secrets
 from jupyter_memory.memdir.index import (
@@ -47,7 +47,6 @@ from jupyter_memory.memdir.record import (
     PROVENANCE_FIELD,
     PROVENANCES,
     Memory,
-    iso_utc,
 )
 from jupyter_memory.memdir.scan import ScanCache, describe, scan
 
@@ -110,8 +109,6 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _now_iso() -> str:
-    return iso_utc(time.time())
 
 
 def _inside(real: str, root: str) -> bool:
@@ -492,7 +489,7 @@ class MemoryStore:
             old = self._read_for_update(path, rel)
             doc = frontmatter.parse(old)
             if doc.has_frontmatter:
-                new = frontmatter.update(old, {**changes, "modified": _now_iso()}, body=body)
+                new = frontmatter.update(old, {**changes, "modified": now_iso()}, body=body)
             elif changes:
                 fields = {k: v for k, v in changes.items() if k != PROVENANCE_FIELD}
                 new = frontmatter.render(fields, doc.body if body is None else body)
@@ -574,7 +571,7 @@ class MemoryStore:
         doc = frontmatter.parse(text)
         final = text
         if doc.has_frontmatter:
-            changes: dict[str, Any] = {"modified": _now_iso()}
+            changes: dict[str, Any] = {"modified": now_iso()}
             if self.mark_provenance:
                 changes[PROVENANCE_FIELD] = self._provenance(provenance)
                 if self.session_id and not path.exists() and doc.get("originSessionId") is None:

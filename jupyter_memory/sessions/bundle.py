@@ -14,7 +14,6 @@ runs with ``JUPYTER_MEMORY_UNTRUSTED=1`` so nothing in the folder can run a hook
 
 from __future__ import annotations
 
-import datetime as _dt
 import io
 import json
 import os
@@ -31,6 +30,7 @@ from typing import Any
 from jupyter_memory._version import __version__
 from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.errors import JupyterMemoryError, SecretRefused
+from jupyter_memory.memdir.clock import now_iso
 from jupyter_memory.memdir.fsutil import atomic_write
 from jupyter_memory.sessions.recording import REPLAY_ENV, Recording, default_recording_path
 
@@ -126,8 +126,6 @@ class ReplayReport:
 # --------------------------------------------------------------------------- pack
 
 
-def _now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _safe_relative(text: str) -> str | None:
@@ -212,7 +210,7 @@ def pack(
         "format": BUNDLE_FORMAT,
         "version": BUNDLE_VERSION,
         "producer": f"jupyter-memory {__version__}",
-        "created": _now_iso(),
+        "created": now_iso("seconds"),
         "notebook": notebook.name,
         "recording": rec_path.name,
         "notebook_known": bool(rec.data.get("notebook_known")),

@@ -33,6 +33,7 @@ from jupyter_memory._version import __version__
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import digest
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir.clock import now_iso
 from jupyter_memory.memdir.fsutil import LOCK_NAME, atomic_write, is_temp_file
 
 __all__ = [
@@ -342,9 +343,6 @@ def default_recording_path(notebook: str | os.PathLike[str] | None, cwd: Path) -
     return Path(cwd) / ("agent" + SUFFIX)
 
 
-def _now_iso() -> str:
-    now = _dt.datetime.now(_dt.timezone.utc)
-    return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _blob_key(value: Any) -> str:
@@ -385,7 +383,7 @@ class Recording:
             "format": FORMAT,
             "version": VERSION,
             "producer": f"jupyter-memory {__version__}",
-            "created": _now_iso(),
+            "created": now_iso(),
             "session_id": session.session_id,
             "model": session.config.model,
             "small_model": session.config.small_model,

@@ -11,7 +11,6 @@ instruction file is re-read from disk. The previous conversation stays available
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from jupyter_memory.agent.compaction.state import (
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.models import SUMMARY_OUTPUT_RESERVE, model_info
 from jupyter_memory.context.tokens import Usage, estimate_messages
+from jupyter_memory.memdir.clock import now_iso
 
 #: ``_meta.kind`` of the summary message; its ``compact_boundary`` key is the boundary.
 SUMMARY_KIND = "compact_summary"
@@ -120,9 +120,6 @@ class _Summary:
     requests: list[dict[str, Any]]
 
 
-def _now() -> str:
-    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    return stamp.replace("+00:00", "Z")
 
 
 def kind_of(message: dict[str, Any]) -> str | None:
@@ -217,7 +214,7 @@ def compact(
     text = summary_message_text(
         outcome.text, method=method, transcript=transcript, kept_messages=len(kept)
     )
-    boundary = {"trigger": trigger, "pre_tokens": pre_tokens, "at": _now(), "method": method}
+    boundary = {"trigger": trigger, "pre_tokens": pre_tokens, "at": now_iso("seconds"), "method": method}
     summary_msg = {
         "role": "user",
         "content": [{"type": "text", "text": text}],
