@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from jupyter_memory.errors import ConfigError
+from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.basedir import config_base, home_dir
 from jupyter_memory.memdir.markdown import fence_flags
 from jupyter_memory.memdir.project import find_project_root
@@ -622,16 +623,8 @@ def _strip_frontmatter(text: str) -> str:
 
 def _frontmatter_span(text: str) -> tuple[str, int] | None:
     """(YAML header, index where the body starts), or None when there is no header."""
-    if not (text.startswith("---\n") or text.startswith("---\r\n")):
-        return None
-    lines = text.splitlines(keepends=True)
-    offset = len(lines[0])
-    for line in lines[1:]:
-        if line.rstrip("\r\n").rstrip() == "---":
-            header = text[len(lines[0]) : offset]
-            return header, offset + len(line)
-        offset += len(line)
-    return None
+    parts = frontmatter.split(text)
+    return None if parts is None else (parts.header, parts.body_start)
 
 
 def _rule_globs(text: str, path: Path, notes: list[str]) -> tuple[str, ...]:

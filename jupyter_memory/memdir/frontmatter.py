@@ -36,9 +36,11 @@ __all__ = [
     "MAX_HEADER_CHARS",
     "SHAPES",
     "Document",
+    "Split",
     "has_frontmatter",
     "parse",
     "render",
+    "split",
     "update",
 ]
 
@@ -97,7 +99,9 @@ _CLOSE_RE = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
 
 
 @dataclass
-class _Split:
+class Split:
+    """A text cut at its frontmatter fences, every byte kept (the parts join to the text)."""
+
     bom: str
     opening: str  # the opening fence line with its line ending
     header: str  # raw text between the fences ("" or ending in "\n")
@@ -105,8 +109,13 @@ class _Split:
     body: str
     newline: str
 
+    @property
+    def body_start(self) -> int:
+        """Where the body starts in the original text."""
+        return len(self.bom) + len(self.opening) + len(self.header) + len(self.closing)
 
-def _split(text: str) -> _Split | None:
+
+def split(text: str) -> Split | None:
     """Locate the frontmatter fences; ``None`` when the text has no complete frontmatter."""
     bom = _BOM if text.startswith(_BOM) else ""
     rest = text[len(bom) :]
@@ -121,7 +130,7 @@ def _split(text: str) -> _Split | None:
     end = match.end()
     if end < len(rest) and rest[end] == "\n":
         end += 1
-    return _Split(
+    return Split(
         bom=bom,
         opening=opening,
         header=rest[first_end + 1 : match.start()],
@@ -133,7 +142,7 @@ def _split(text: str) -> _Split | None:
 
 def has_frontmatter(text: str) -> bool:
     """Whether ``text`` starts with a complete ``---`` fenced header."""
-    return _split(text) is not None
+    return split(text) is not None
 
 
 # --------------------------------------------------------------------------- YAML loading
@@ -361,20 +370,20 @@ def _read_header(header: str, line_offset: int) -> tuple[dict[str, Any], str | N
 
 def parse(text: str) -> Document:
     """Split ``text`` into header fields and body; never raises, never drops text."""
-    split = _split(text)
-    if split is None:
+    parts = split(text)
+    if parts is None:
         bom = text.startswith(_BOM)
         newline = "\r\n" if "\r\n" in text[:4096] else "\n"
         return Document({}, text[1:] if bom else text, None, "none", None, bom, newline)
-    fields, error = _read_header(split.header, 2)
+    fields, error = _read_header(parts.header, 2)
     return Document(
         fields=fields,
-        body=split.body,
-        header=split.header,
+        body=parts.body,
+        header=parts.header,
         shape=_shape(fields),
         error=error,
-        bom=bool(split.bom),
-        newline=split.newline,
+        bom=bool(parts.bom),
+        newline=parts.newline,
     )
 
 
@@ -640,18 +649,18 @@ def update(text: str, changes: Mapping[str, Any], *, body: str | None = None) ->
     without frontmatter is **not** given one: its field changes are ignored and only the
     body is replaced. Never raises; works on malformed headers too (the edit is textual).
     """
-    split = _split(text)
-    if split is None:
+    parts = split(text)
+    if parts is None:
         if body is None:
             return text
         return (_BOM if text.startswith(_BOM) else "") + body
-    lines = [line + "\n" for line in split.header.split("\n")[:-1]]
+    lines = [line + "\n" for line in parts.header.split("\n")[:-1]]
     if changes:
-        nested = _shape(_read_header(split.header, 2)[0]) == "nested"
+        nested = _shape(_read_header(parts.header, 2)[0]) == "nested"
         for key, value in changes.items():
-            lines = _apply(lines, str(key), value, split.newline, nested)
-    closing = split.closing
-    new_body = split.body if body is None else body
+            lines = _apply(lines, str(key), value, parts.newline, nested)
+    closing = parts.closing
+    new_body = parts.body if body is None else body
     if new_body and not closing.endswith("\n"):
-        closing += split.newline
-    return split.bom + split.opening + "".join(lines) + closing + new_body
+        closing += parts.newline
+    return parts.bom + parts.opening + "".join(lines) + closing + new_body

@@ -23,6 +23,7 @@ from jupyter_memory.agent.tools._fs import (
 from jupyter_memory.agent.tools.base import Tool, ToolContext, ToolResult
 from jupyter_memory.agent.tools.permissions import PermissionRequest
 from jupyter_memory.errors import InvalidPath
+from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.freshness import age_days, staleness_reminder
 from jupyter_memory.memdir.fsutil import atomic_write
 from jupyter_memory.memdir.store import WriteResult
@@ -458,9 +459,9 @@ def _edited_line(stored: str, updated: str, first: int) -> int:
     line = updated.count("\n", 0, first) + 1
     if stored == updated:
         return line
-    lines = updated.splitlines()
-    closing = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), 0)
-    if lines and lines[0].strip() == "---" and line > closing + 1:
+    parts = frontmatter.split(updated)
+    below_header = parts is not None and updated.count("\n", 0, parts.body_start) < line
+    if below_header:
         line += stored.count("\n") - updated.count("\n")
     return line
 
