@@ -10,7 +10,6 @@ rolled back so the cell can simply be run again.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import sys
@@ -21,13 +20,15 @@ from typing import Any
 from . import prompts
 from .context import count_breakpoints
 from .errors import JupyterMemoryError
+from .request_parts import content_digest, part_store
 from .session import Session
 from .tokens import Usage
 
 TURN_MIME = "application/vnd.jupyter-memory.turn+json"
 #: Longest wait for prefetched memories before the first call (``wait_for_prefetch``).
 PREFETCH_WAIT_SECONDS = 60.0
-RECORD_VERSION = 1
+#: 2: requests as references to content-addressed ``parts`` (request_parts.py); 1: whole bodies.
+RECORD_VERSION = 2
 
 
 class NoModelConfigured(JupyterMemoryError):
@@ -99,8 +100,7 @@ def _now() -> str:
 
 def digest(body: Mapping[str, Any]) -> str:
     """A stable fingerprint of a request body (used by recording and replay)."""
-    raw = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    return content_digest(body)
 
 
 def _block_to_dict(block: Any) -> dict[str, Any]:
@@ -430,11 +430,30 @@ def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
     }
 
 
+def _compact_requests(
+    session: Session, requests: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The turn's requests as references, and the parts no earlier record of the session holds.
+
+    A record that repeated each whole body made notebooks grow with the square of their
+    length; the session's part store keeps every part once (docs/sessions.md).
+    """
+    store = part_store(session)
+    entries: list[dict[str, Any]] = []
+    parts: dict[str, Any] = {}
+    for request in requests:
+        ref, new = store.compact(request["body"])
+        parts.update(new)
+        entries.append({**{k: v for k, v in request.items() if k != "body"}, **ref})
+    return entries, parts
+
+
 def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
     """The turn record that the cell output carries (docs/architecture.md)."""
     session = turn.session
     rep = session.context_report()
     data = rep.to_json()
+    requests, parts = _compact_requests(session, turn.requests)
     return {
         "version": RECORD_VERSION,
         "session_id": session.session_id,
@@ -457,7 +476,8 @@ def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
             "thresholds": data["thresholds"],
         },
         "usage": turn.usage.to_json(),
-        "requests": turn.requests,
+        "requests": requests,
+        "parts": parts,
         "memories_written": [{"file": f, "by": "agent"} for f in turn.memories_written],
         "events": turn.events_log,
         "background": [],
