@@ -4,7 +4,9 @@ Runs the real agent loop against the local Messages API server (real SDK, real s
 with the same scripted model as ``bench_cache.py`` (answers, file reads, greps), puts
 each turn's output bundle (the turn record and its Markdown, HTML and text fallbacks)
 in a notebook cell as ``%%agent`` would, and reports the size of the saved notebook
-after 10, 30 and 100 turns, and the bytes the 10th and the last turn added.
+after 10, 30 and 100 turns, and the bytes the 10th and the last turn added. The script
+repeats every 15 turns, so turns 10, 40, 70 and 100 are the same kind of turn (a grep):
+compare the last turn with the 10th only at one of those.
 
 Each record stores only what is new in its turn and refers to request parts (system
 prompt, tools, earlier messages) that an earlier output of the notebook already holds,
