@@ -30,6 +30,7 @@ import json
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from .errors import JupyterMemoryError
@@ -43,7 +44,12 @@ __all__ = [
     "notebook_parts",
     "part_store",
     "request_body",
+    "turn_record_schema",
 ]
+
+#: The JSON Schema of the turn record this package writes (shipped in the wheel); the lab
+#: extension's TypeScript type is generated from it (``npm run build:schema``).
+TURN_RECORD_SCHEMA = Path(__file__).with_name("schemas") / "turn-record.v2.json"
 
 #: The body fields a version-2 request entry stores as parts; the others go to ``params``.
 PART_FIELDS = ("system", "tools", "messages")
@@ -241,3 +247,8 @@ def notebook_parts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if isinstance(parts, Mapping):
             out.update(parts)
     return out
+
+
+def turn_record_schema() -> dict[str, Any]:
+    """The JSON Schema of a version-2 turn record, as a dict."""
+    return json.loads(TURN_RECORD_SCHEMA.read_text(encoding="utf-8"))

@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import jsonschema
 import nbformat
 import pytest
 
@@ -24,6 +25,7 @@ from jupyter_memory.request_parts import (
     notebook_parts,
     part_store,
     request_body,
+    turn_record_schema,
 )
 from jupyter_memory.resume import conversation_from_notebook, notebook_requests
 from jupyter_memory.session import AgentConfig, Session
@@ -132,6 +134,10 @@ def saved_turns(tmp_path: Path, fake_api):
     project = tmp_path / "proj"
     project.mkdir()
     (project / "notes.md").write_text("revenue is in cents\n")
+    (project / "memory").mkdir()
+    (project / "memory" / "MEMORY.md").write_text("- [Cents](project_cents.md) — revenue unit\n")
+    (project / "memory" / "project_cents.md").write_text(
+        "---\nname: cents\ndescription: revenue is in cents\ntype: project\n---\nCents.\n")
     env = dict(os.environ, JUPYTER_MEMORY_DIR=str(project / "memory"))
     session = Session(project, config=AgentConfig.from_env(env), env=env)
     results = [run_turn(session, p) for p in
@@ -225,3 +231,31 @@ def test_a_cleared_first_output_is_named_when_a_request_is_rebuilt(saved_turns) 
     nbformat.write(nb, str(path))
     code, _, err = run_cli("transcript", "request", str(path), "--turn", "1")
     assert code == 2 and "part" in err and "earlier turn output" in err
+
+
+# --------------------------------------------------------------------------- the schema
+
+
+def test_real_records_match_the_schema_and_so_do_their_conversation_parts(saved_turns) -> None:
+    _session, results, _path = saved_turns
+    schema = turn_record_schema()
+    validator = jsonschema.Draft7Validator(schema)
+    conversation = jsonschema.Draft7Validator(
+        {**schema["definitions"]["conversationPart"], "definitions": schema["definitions"]})
+    assert results[0].record["recall"]["decisions"]  # the schema sees a recall decision
+    for result in results:
+        record = json.loads(json.dumps(result.record))  # as the notebook stores it
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(record)]
+        assert errors == []
+        for entry in record["requests"]:
+            part = record["parts"].get(entry["conversation"])
+            if part is not None:
+                assert list(conversation.iter_errors(part)) == []
+
+
+def test_the_schema_rejects_a_version_1_record_and_an_unknown_field() -> None:
+    validator = jsonschema.Draft7Validator(turn_record_schema())
+    v1 = next(o["data"]["application/vnd.jupyter-memory.turn+json"]
+              for c in nbformat.read(str(V1_NOTEBOOK), as_version=4).cells for o in c.outputs)
+    messages = {e.message for e in validator.iter_errors(json.loads(json.dumps(v1)))}
+    assert "2 was expected" in messages and "'parts' is a required property" in messages
