@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import html
 import io
 import json
 import os
@@ -259,3 +260,22 @@ def test_the_schema_rejects_a_version_1_record_and_an_unknown_field() -> None:
               for c in nbformat.read(str(V1_NOTEBOOK), as_version=4).cells for o in c.outputs)
     messages = {e.message for e in validator.iter_errors(json.loads(json.dumps(v1)))}
     assert "2 was expected" in messages and "'parts' is a required property" in messages
+
+
+def test_the_turn_view_shows_each_request_rebuilt_when_its_fold_opens(saved_turns, fake_api) -> None:
+    from jupyter_memory.widgets import TurnView
+
+    _session, results, _path = saved_turns
+    record = results[1].record  # the tool turn: two calls, its parts mostly in turn 1's output
+    view = TurnView(record)
+    assert view.requests in view.children and len(view.requests.children) == 2
+    assert view.requests.children[1].value == ""  # nothing rebuilt before it is opened
+    view.requests.selected_index = 1
+    shown = view.requests.children[1].value
+    pre = html.unescape(shown.split("<pre>", 1)[1].rsplit("</pre>", 1)[0])
+    sent = {k: v for k, v in fake_api.requests[2].body.items() if k != "stream"}
+    assert json.loads(pre) == sent  # turn 2's second call, exactly as the server got it
+    stranger = {**record, "requests": [{**record["requests"][0], "system": "sha256:" + "0" * 64}],
+                "parts": {}}
+    lost = TurnView(stranger)
+    assert "not in the records given" in lost.request_html(0)
