@@ -431,20 +431,19 @@ def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
 
 
 def _compact_requests(
-    session: Session, requests: list[dict[str, Any]]
+    session: Session, requests: list[dict[str, Any]], status: str
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The turn's requests as references, and the parts no earlier record of the session holds.
 
     A record that repeated each whole body made notebooks grow with the square of their
-    length; the session's part store keeps every part once (docs/sessions.md).
+    length; the session's part store keeps every part once (docs/sessions.md). A failed
+    turn's record carries what it needs but stores nothing for later records: its cell
+    fails, and its output may never be saved.
     """
-    store = part_store(session)
-    entries: list[dict[str, Any]] = []
-    parts: dict[str, Any] = {}
-    for request in requests:
-        ref, new = store.compact(request["body"])
-        parts.update(new)
-        entries.append({**{k: v for k, v in request.items() if k != "body"}, **ref})
+    refs, parts = part_store(session).compact_all(
+        [r["body"] for r in requests], keep=status != "error")
+    entries = [{**{k: v for k, v in r.items() if k != "body"}, **ref}
+               for r, ref in zip(requests, refs, strict=True)]
     return entries, parts
 
 
@@ -453,7 +452,7 @@ def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
     session = turn.session
     rep = session.context_report()
     data = rep.to_json()
-    requests, parts = _compact_requests(session, turn.requests)
+    requests, parts = _compact_requests(session, turn.requests, status)
     return {
         "version": RECORD_VERSION,
         "session_id": session.session_id,

@@ -112,31 +112,55 @@ class PartStore:
     def compact(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """``(reference form of body, parts first stored now)``; see the module docstring."""
         with self._lock:
+            return self._compact(body)
+
+    def compact_all(
+        self, bodies: Iterable[Mapping[str, Any]], *, keep: bool = True
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Every body in reference form, and the parts they need that are not stored yet.
+
+        With ``keep=False`` the store forgets these parts again: the record that carries
+        them may never reach the notebook (a failed turn fails its cell), so no later
+        record may count on it.
+        """
+        with self._lock:
+            saved = (dict(self.values), dict(self._chains)) if not keep else None
+            refs: list[dict[str, Any]] = []
             new: dict[str, Any] = {}
-            ref: dict[str, Any] = {"params": {k: copy.deepcopy(v) for k, v in body.items()
-                                              if k not in PART_FIELDS}}
-            if "system" in body:
-                ref["system"] = self._put(copy.deepcopy(body["system"]), new)
-            if "tools" in body:
-                ref["tools"] = self._put(copy.deepcopy(body["tools"]), new)
-            marks: list[list[Any]] = []
-            digests: list[str] = []
-            for i, message in enumerate(body.get("messages") or []):
-                stripped, found = _strip_marks(message, i)
-                marks.extend(found)
-                digests.append(self._put(stripped, new))
-            keys = [""]
-            for d in digests:
-                keys.append(_chain_key(keys[-1], d))
-            known = max((n for n in range(len(keys)) if keys[n] in self._chains), default=0)
-            if known == len(digests) and digests:
-                ref["conversation"] = self._chains[keys[known]]
-            else:
-                part = {"prefix": self._chains[keys[known]] if known else None,
-                        "messages": digests[known:]}
-                ref["conversation"] = self._chains[keys[-1]] = self._put(part, new)
-            ref["cache_marks"] = marks
-            return ref, new
+            for body in bodies:
+                ref, added = self._compact(body)
+                refs.append(ref)
+                new.update(added)
+            if saved is not None:
+                self.values, self._chains = saved
+            return refs, new
+
+    def _compact(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        new: dict[str, Any] = {}
+        ref: dict[str, Any] = {"params": {k: copy.deepcopy(v) for k, v in body.items()
+                                          if k not in PART_FIELDS}}
+        if "system" in body:
+            ref["system"] = self._put(copy.deepcopy(body["system"]), new)
+        if "tools" in body:
+            ref["tools"] = self._put(copy.deepcopy(body["tools"]), new)
+        marks: list[list[Any]] = []
+        digests: list[str] = []
+        for i, message in enumerate(body.get("messages") or []):
+            stripped, found = _strip_marks(message, i)
+            marks.extend(found)
+            digests.append(self._put(stripped, new))
+        keys = [""]
+        for d in digests:
+            keys.append(_chain_key(keys[-1], d))
+        known = max((n for n in range(len(keys)) if keys[n] in self._chains), default=0)
+        if known == len(digests) and digests:
+            ref["conversation"] = self._chains[keys[known]]
+        else:
+            part = {"prefix": self._chains[keys[known]] if known else None,
+                    "messages": digests[known:]}
+            ref["conversation"] = self._chains[keys[-1]] = self._put(part, new)
+        ref["cache_marks"] = marks
+        return ref, new
 
 
 # id(session) -> (weak reference to it, its store); sessions are unhashable dataclasses.

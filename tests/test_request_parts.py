@@ -88,6 +88,17 @@ def test_a_changed_first_message_starts_a_new_chain_but_reuses_the_other_message
     assert set(parts2) - {ref2["conversation"]} == {content_digest(msg("user", "context B"))}
 
 
+def test_a_failed_turn_carries_its_parts_but_later_records_do_not_count_on_them() -> None:
+    store = PartStore()
+    body = body_of([msg("user", "hi", mark=True)])
+    refs, parts = store.compact_all([body], keep=False)
+    assert expand_request({**refs[0], "digest": digest(body)}, parts) == body
+    again, parts_again = store.compact_all([body])
+    assert again == refs and parts_again == parts  # stored again by the next record
+    _, nothing = store.compact_all([body])
+    assert nothing == {}
+
+
 def test_missing_part_names_it_and_a_hand_edit_fails_the_digest() -> None:
     store = PartStore()
     first = body_of([msg("user", "hi")])
