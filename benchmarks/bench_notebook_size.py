@@ -29,9 +29,9 @@ from typing import Any
 import nbformat
 from bench_cache import scripted_turns
 
-from jupyter_memory.agent import run_turn
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.magics.render import turn_bundle
-from jupyter_memory.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import FakeAnthropic
 
 #: 30 turns of this kind of session made a 1.7 MB notebook with whole requests in records.

@@ -13,11 +13,10 @@ import jsonschema
 import nbformat
 import pytest
 
-from jupyter_memory.agent import RECORD_VERSION, digest, run_turn
-from jupyter_memory.cli import main as cli_main
-from jupyter_memory.errors import JupyterMemoryError
-from jupyter_memory.magics.render import turn_bundle
-from jupyter_memory.request_parts import (
+from jupyter_memory.agent.loop import RECORD_VERSION, digest, run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.cli.app import main as cli_main
+from jupyter_memory.context.request_parts import (
     MissingPart,
     PartStore,
     content_digest,
@@ -28,8 +27,9 @@ from jupyter_memory.request_parts import (
     request_body,
     turn_record_schema,
 )
-from jupyter_memory.resume import conversation_from_notebook, notebook_requests
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.magics.render import turn_bundle
+from jupyter_memory.sessions.resume import conversation_from_notebook, notebook_requests
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 FIXTURES = Path(__file__).parent / "fixtures"
