@@ -33,6 +33,7 @@ import bench_assembly
 import bench_cache
 import bench_cost_curve
 import bench_jsonl
+import bench_notebook_size
 import bench_resume
 import bench_scan
 import bench_widgets
@@ -236,6 +237,39 @@ def cache_section(quick: bool) -> Section:
                    text, [goal])
 
 
+def notebook_size_section(quick: bool) -> Section:
+    # Main turns only, as in the cache benchmark: the side agents would take scripted replies.
+    # The script repeats every 15 turns, so turns 10, 40 and 100 are the same kind (a grep).
+    checkpoints = [10, 30, 40] if quick else [10, 30, 100]
+    res = bench_notebook_size.run(checkpoints)
+    sizes = res["sizes"]
+    text = "\n".join([
+        f"{res['turns']} turns of the real agent loop against the local Messages API server "
+        "(the script of the cache benchmark), each turn's output bundle saved in a notebook "
+        "cell as `%%agent` shows it.",
+        "",
+        "| turns | " + " | ".join(str(n) for n in sizes) + " |",
+        "|---" * (len(sizes) + 1) + "|",
+        "| notebook bytes | " + " | ".join(f"{b:,}" for b in sizes.values()) + " |",
+        "",
+        f"Bytes added by turn 10: {res['added_10']:,}; by turn {res['turns']}: "
+        f"{res['added_last']:,}. Before turn records stored content-addressed parts, the same "
+        "script made 493,634 / 2,311,986 / 16,286,362 bytes at 10 / 30 / 100 turns, turn 100 "
+        "adding 4.9 times what turn 10 added.",
+    ])
+    size_ok, growth_ok = bench_notebook_size.goals_met(res)
+    goals = [
+        Goal("notebook bytes after 30 turns",
+             f"<= {bench_notebook_size.SIZE_GOAL:.0%} of 1.7 MB "
+             f"({bench_notebook_size.SIZE_GOAL * bench_notebook_size.BEFORE_30_TURNS:,.0f})",
+             f"{sizes[30]:,}", size_ok),
+        Goal(f"bytes added by turn {res['turns']} vs turn 10",
+             f"<= {bench_notebook_size.GROWTH_GOAL}x", f"{res['growth']:.2f}x", growth_ok),
+    ]
+    return Section("Notebook bytes over a session (turn records)",
+                   "python benchmarks/bench_notebook_size.py", text, goals)
+
+
 def cost_section(quick: bool) -> Section:
     res = bench_cost_curve.run((0, 50, 200, 1000))
     text = "\n".join([
@@ -280,6 +314,7 @@ SECTIONS: list[Callable[[bool], Section]] = [
     jsonl_section,
     resume_section,
     cache_section,
+    notebook_size_section,
     cost_section,
     widgets_section,
 ]

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.agent.loop import TurnEvents, make_client, run_turn
+from jupyter_memory.agent.loop import TurnEvents, digest, make_client, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints
+from jupyter_memory.context.request_parts import request_body
 from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
 
 OLD = time.time() - 5 * 86_400
@@ -55,9 +56,9 @@ def test_plain_answer_streams_and_records(fake_api, project):
     assert [m["role"] for m in session.messages] == ["user", "assistant"]
     record = result.record
     assert record["prompt"] == "What is six times seven?"
-    assert record["requests"][0]["body"]["messages"][0]["content"][-1]["text"].startswith(
-        "What is six"
-    )
+    body = request_body(record["requests"][0], record["parts"])
+    assert body["messages"][0]["content"][-1]["text"].startswith("What is six")
+    assert digest(body) == record["requests"][0]["digest"]
     assert record["usage"]["output_tokens"] > 0
     req = fake_api.requests[0]
     assert req.body["stream"] is True

@@ -117,22 +117,34 @@ def comparable(nb: Any, folder: str | Path | None) -> list[list[str]]:
             item.pop("execution_count", None)
             if TURN_MIME in (item.get("data") or {}):
                 item["data"] = dict(item["data"])
-                item["data"][TURN_MIME] = _settle_prefetch_race(item["data"][TURN_MIME])
+                record = _settle_prefetch_race(item["data"][TURN_MIME])
+                if isinstance(record.get("parts"), dict):
+                    # Parts are keyed by digests of text that holds the work folder, so
+                    # their order differs between folders: compare them as a sorted list.
+                    record = {**record, "parts": sorted(
+                        _normalise(json.dumps(v, sort_keys=True, ensure_ascii=False), folder,
+                                   pending) for v in record["parts"].values())}
+                item["data"][TURN_MIME] = record
             text = json.dumps(item, sort_keys=True, ensure_ascii=False, indent=1)
-            if folder:
-                for form in {str(folder), str(Path(folder).resolve())}:
-                    text = text.replace(form, "{{WORK}}")
-                    # the same folder as a key of <config>/projects/ (session logs, notes)
-                    text = text.replace(re.sub(r"[^A-Za-z0-9]", "-", form), "{{WORK KEY}}")
-            text = _DATETIME.sub("{{DATETIME}}", text)
-            text = _MTIME_NS.sub(r"\1{{NS}}", text)
-            text = _REPLAY_LOG.sub("replay-{{TIME}}", text)
-            text = _DIGEST.sub("{{DIGEST}}", text)
-            for number, pending_id in enumerate(pending, 1):
-                text = text.replace(pending_id, f"{{{{PENDING {number}}}}}")
-            outputs.append(text)
+            outputs.append(_normalise(text, folder, pending))
         cells.append(outputs)
     return cells
+
+
+def _normalise(text: str, folder: str | Path | None, pending: list[str]) -> str:
+    """``text`` with the work folder, times, digests and pending ids replaced."""
+    if folder:
+        for form in {str(folder), str(Path(folder).resolve())}:
+            text = text.replace(form, "{{WORK}}")
+            # the same folder as a key of <config>/projects/ (session logs, notes)
+            text = text.replace(re.sub(r"[^A-Za-z0-9]", "-", form), "{{WORK KEY}}")
+    text = _DATETIME.sub("{{DATETIME}}", text)
+    text = _MTIME_NS.sub(r"\1{{NS}}", text)
+    text = _REPLAY_LOG.sub("replay-{{TIME}}", text)
+    text = _DIGEST.sub("{{DIGEST}}", text)
+    for number, pending_id in enumerate(pending, 1):
+        text = text.replace(pending_id, f"{{{{PENDING {number}}}}}")
+    return text
 
 
 def _coalesce_streams(outputs: list[Any]) -> list[dict[str, Any]]:

@@ -54,7 +54,7 @@ def test_agent_cell_answers_and_carries_turn_record(ip, fake_api):
     assert {"text/markdown", "text/html", "text/plain"} <= set(final)
     assert "<strong>there</strong>" in final["text/html"]
     assert recs[0]["answer"] == "Hello **there**."
-    assert recs[0]["requests"][0]["body"]["model"]
+    assert recs[0]["requests"][0]["params"]["model"]
 
 
 def test_line_form_and_code_cells_are_passed_along(ip, fake_api):

@@ -19,6 +19,7 @@ from jupyter_memory.agent.hooks import dispatch
 from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import count_breakpoints, digest
+from jupyter_memory.context.request_parts import part_store
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.clock import now_iso
@@ -26,7 +27,8 @@ from jupyter_memory.memdir.clock import now_iso
 TURN_MIME = "application/vnd.jupyter-memory.turn+json"
 #: Longest wait for prefetched memories before the first call (``wait_for_prefetch``).
 PREFETCH_WAIT_SECONDS = 60.0
-RECORD_VERSION = 1
+#: 2: requests as references to content-addressed ``parts`` (request_parts.py); 1: whole bodies.
+RECORD_VERSION = 2
 
 
 class NoModelConfigured(JupyterMemoryError):
@@ -350,11 +352,29 @@ def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
     }
 
 
+def _compact_requests(
+    session: Session, requests: list[dict[str, Any]], status: str
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The turn's requests as references, and the parts no earlier record of the session holds.
+
+    A record that repeated each whole body made notebooks grow with the square of their
+    length; the session's part store keeps every part once (docs/sessions.md). A failed
+    turn's record carries what it needs but stores nothing for later records: its cell
+    fails, and its output may never be saved.
+    """
+    refs, parts = part_store(session).compact_all(
+        [r["body"] for r in requests], keep=status != "error")
+    entries = [{**{k: v for k, v in r.items() if k != "body"}, **ref}
+               for r, ref in zip(requests, refs, strict=True)]
+    return entries, parts
+
+
 def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
     """The turn record that the cell output carries (docs/architecture.md)."""
     session = turn.session
     rep = session.context_report()
     data = rep.to_json()
+    requests, parts = _compact_requests(session, turn.requests, status)
     return {
         "version": RECORD_VERSION,
         "session_id": session.session_id,
@@ -377,7 +397,8 @@ def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
             "thresholds": data["thresholds"],
         },
         "usage": turn.usage.to_json(),
-        "requests": turn.requests,
+        "requests": requests,
+        "parts": parts,
         "memories_written": [{"file": f, "by": "agent"} for f in turn.memories_written],
         "events": turn.events_log,
         "background": [],

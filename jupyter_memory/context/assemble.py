@@ -10,7 +10,6 @@ request into the per-category budget that ``%context`` shows.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 from jupyter_memory.context import prompts
 from jupyter_memory.context.models import Thresholds, model_info, thresholds
+from jupyter_memory.context.request_parts import content_digest
 from jupyter_memory.context.tokens import Usage, estimate_message, estimate_tokens, estimate_tool
 
 #: The API accepts at most this many ``cache_control`` markers in one request.
@@ -463,7 +463,5 @@ def _age(days: int) -> str:
     return age_text(days)
 
 
-def digest(body: Mapping[str, Any]) -> str:
-    """A stable fingerprint of a request body (used by recording and replay)."""
-    raw = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+digest = content_digest
+"""A stable fingerprint of a request body (recording, replay and the turn record's parts)."""

@@ -9,7 +9,7 @@ conversation starts after the last compaction and gets the clean-ups of SPEC §7
 (``transcript.rebuild_conversation``). A compaction (a ``%compact`` cell, or one the
 agent made during a turn) restarts the conversation at what the compaction left.
 
-Also here: ``jupyter-memory transcript list|show|import`` (see
+Also here: ``jupyter-memory transcript list|show|import|request`` (see
 :func:`register_transcript_command`).
 """
 
@@ -26,6 +26,7 @@ from typing import Any
 
 from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.context.assemble import wire_messages
+from jupyter_memory.context.request_parts import expand_request, notebook_parts
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.transcript.log import read_entries, rebuild_conversation
 
@@ -42,6 +43,7 @@ __all__ = [
     "load_conversation",
     "notebook_entries",
     "notebook_for",
+    "notebook_requests",
     "register_transcript_command",
     "resume_session",
     "transcript_command",
@@ -478,7 +480,8 @@ def import_transcript(
 
 # --------------------------------------------------------------------------- command line
 
-TRANSCRIPT_HELP = "List, show or import session logs (resume them with %agent resume)."
+TRANSCRIPT_HELP = ("List, show or import session logs (resume them with %agent resume), or "
+                   "rebuild the exact request of a turn saved in a notebook.")
 
 
 def register_transcript_command(command: Callable[..., Any], arg: Callable[..., Any]) -> None:
@@ -486,10 +489,16 @@ def register_transcript_command(command: Callable[..., Any], arg: Callable[..., 
     command(
         "transcript",
         TRANSCRIPT_HELP,
-        arg("action", choices=("list", "show", "import"),
+        arg("action", choices=("list", "show", "import", "request"),
             help="list: this project's session logs; show FILE: the conversation a resume "
-                 "would rebuild; import FILE: copy a log (e.g. the reference tool's) in"),
+                 "would rebuild; import FILE: copy a log (e.g. the reference tool's) in; "
+                 "request NOTEBOOK --turn N: the exact request body of a saved turn"),
         arg("file", nargs="?", help="a session log (.jsonl) or a saved notebook (.ipynb)"),
+        arg("--turn", type=int, default=None,
+            help="request: which agent turn of the notebook, counted from 1 in cell order "
+                 "(default: the last)"),
+        arg("--round", type=int, default=None, dest="round_index",
+            help="request: which model call of the turn, from 0 (default: every call)"),
     )(transcript_command)
 
 
@@ -502,6 +511,11 @@ def transcript_command(ctx: Any) -> int:
     if not file:
         raise ResumeError(f"transcript {action} needs a FILE: a session log (.jsonl) or a "
                           "saved notebook (.ipynb).")
+    if action == "request":
+        rebuilt = notebook_requests(Path(file), turn=ctx.args.turn,
+                                    round_index=ctx.args.round_index)
+        ctx.emit(rebuilt, _render_requests(rebuilt))
+        return 0
     if action == "show":
         resumed = load_conversation(Path(file))
         ctx.emit(resumed.to_json(), _render(resumed))
@@ -511,6 +525,55 @@ def transcript_command(ctx: Any) -> int:
             f"Resume it in a notebook of this project with: %agent resume {imported.path}")
     ctx.emit(imported.to_json(), text)
     return 0
+
+
+def notebook_requests(
+    path: Path, *, turn: int | None = None, round_index: int | None = None
+) -> dict[str, Any]:
+    """The exact request bodies of one agent turn saved in a notebook, rebuilt and checked.
+
+    ``turn`` counts the notebook's turn records from 1 in cell order (default: the last);
+    ``round_index`` picks one model call of the turn (default: all). Version-2 records are
+    rebuilt from the parts of every record in the notebook (request_parts.py), and each
+    body is checked against the digest recorded when it was sent.
+    """
+    records = [data for kind, data in notebook_entries(path)[0] if kind == "turn"]
+    if not records:
+        raise ResumeError(f"{path} holds no agent turn output: run an %%agent cell and save "
+                          "the notebook, or check that its outputs were not cleared.")
+    number = len(records) if turn is None else turn
+    if not 1 <= number <= len(records):
+        raise ResumeError(f"--turn {turn} is out of range: {path} holds {len(records)} agent "
+                          f"turn{'s' if len(records) != 1 else ''} (1 to {len(records)}).")
+    record = records[number - 1]
+    entries = list(record.get("requests") or [])
+    if round_index is not None:
+        if not 0 <= round_index < len(entries):
+            raise ResumeError(f"--round {round_index} is out of range: turn {number} made "
+                              f"{len(entries)} model call{'s' if len(entries) != 1 else ''} "
+                              f"(0 to {len(entries) - 1}).")
+        entries = [entries[round_index]]
+    parts = notebook_parts(records)
+    rebuilt = []
+    for entry in entries:
+        try:
+            body = expand_request(entry, parts)
+        except JupyterMemoryError as exc:
+            raise ResumeError(f"Turn {number} of {path}: {exc}") from None
+        rebuilt.append({"round": entry.get("round"), "digest": entry.get("digest"), "body": body})
+    return {"notebook": str(path), "turn": number, "record_version": record.get("version"),
+            "requests": rebuilt}
+
+
+def _render_requests(rebuilt: Mapping[str, Any]) -> str:
+    lines = []
+    for item in rebuilt["requests"]:
+        lines.append(f"# turn {rebuilt['turn']}, model call {item['round']} "
+                     f"({item['digest'] or 'no digest recorded'})")
+        lines.append(json.dumps(item["body"], ensure_ascii=False, indent=2))
+    if not rebuilt["requests"]:
+        lines.append(f"Turn {rebuilt['turn']} made no model call.")
+    return "\n".join(lines)
 
 
 def _list_logs(ctx: Any, cwd: Path) -> int:

@@ -15,6 +15,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from jupyter_memory.context.request_parts import expand_request, known_part
+from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.magics.render import markdown_to_html
 from jupyter_memory.widgets import style
 from jupyter_memory.widgets._base import fallback_bundle
@@ -95,12 +97,49 @@ class TurnView(widgets.VBox):
         children: list[widgets.Widget] = [widgets.HTML(style.CSS)]
         if calls:
             children.append(self.tools)
+        self.requests = self._requests_view()
         children += [self.answer, self.events, self.memory_notes]
         if self.written:
             self._show_notice()
             children.append(self.notice_box)
+        if self.record.get("requests"):
+            children.append(self.requests)
         children.append(self.footer)
         self.children = children
+
+    def _requests_view(self) -> widgets.Accordion:
+        """The turn's model requests, each rebuilt exactly when its fold is opened."""
+        entries = list(self.record.get("requests") or [])
+        view = widgets.Accordion(
+            children=[widgets.HTML() for _ in entries],
+            titles=tuple(f"Model request {e.get('round', i)} · {str(e.get('digest', ''))[:19]}…"
+                         for i, e in enumerate(entries)),
+        )
+        view.selected_index = None
+
+        def show(change: Mapping[str, Any]) -> None:
+            index = change.get("new")
+            if index is not None and not view.children[index].value:
+                view.children[index].value = self.request_html(index)
+
+        view.observe(show, names="selected_index")
+        return view
+
+    def request_html(self, index: int) -> str:
+        """Request ``index`` of the turn, rebuilt from its record and this kernel's parts."""
+        entry = (self.record.get("requests") or [])[index]
+        parts = self.record.get("parts") or {}
+
+        def lookup(digest: str) -> Any:
+            found = parts.get(digest)
+            return found if found is not None else known_part(digest)
+
+        try:
+            body = expand_request(entry, lookup)
+        except JupyterMemoryError as exc:
+            return f"<div class='jm-root'>{esc(str(exc))}</div>"
+        pretty = json.dumps(body, ensure_ascii=False, indent=2)
+        return f"<div class='jm-root'><pre>{esc(pretty)}</pre></div>"
 
     @staticmethod
     def _short(data: Any, limit: int = 80) -> str:

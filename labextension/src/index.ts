@@ -21,7 +21,13 @@ const panelPlugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-memory:panel',
   description: 'A sidebar panel with the memories of the notebook in focus.',
   autoStart: true,
-  optional: [INotebookTracker, IDocumentManager, ILayoutRestorer, ICommandPalette, ILabShell],
+  optional: [
+    INotebookTracker,
+    IDocumentManager,
+    ILayoutRestorer,
+    ICommandPalette,
+    ILabShell
+  ],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker | null,
@@ -43,7 +49,9 @@ const panelPlugin: JupyterFrontEndPlugin<void> = {
       // The tracker keeps its last notebook while focus is elsewhere, and
       // reports null only when no notebook is left: then the server root's
       // project is shown.
-      tracker.currentChanged.connect((_, notebook) => panel.setNotebook(notebook));
+      tracker.currentChanged.connect((_, notebook) =>
+        panel.setNotebook(notebook)
+      );
     }
     app.commands.addCommand(OPEN_PANEL, {
       label: 'Show Memory Panel',

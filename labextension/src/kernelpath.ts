@@ -27,7 +27,10 @@ export function setPathCode(path: string): string {
 }
 
 /** The notebook's filesystem path: the server root joined with its local path. */
-export function absoluteNotebookPath(localPath: string, serverRoot: string): string {
+export function absoluteNotebookPath(
+  localPath: string,
+  serverRoot: string
+): string {
   const root = serverRoot.replace(/[\\/]+$/, '');
   if (!root) {
     return localPath;
@@ -35,7 +38,12 @@ export function absoluteNotebookPath(localPath: string, serverRoot: string): str
   return localPath ? `${root}/${localPath}` : root;
 }
 
-const RESTARTING = new Set(['restarting', 'autorestarting', 'starting', 'dead']);
+const RESTARTING = new Set([
+  'restarting',
+  'autorestarting',
+  'starting',
+  'dead'
+]);
 
 /** Keeps one notebook's kernel informed of the notebook's path. */
 export class KernelPathSync {

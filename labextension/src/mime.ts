@@ -18,7 +18,8 @@ export const rendererFactory: IRenderMime.IRendererFactory = {
 
 const extension: IRenderMime.IExtension = {
   id: 'jupyter-memory:turn-renderer',
-  description: 'Renders jupyter-memory agent turns: answer, tool calls, recall and context.',
+  description:
+    'Renders jupyter-memory agent turns: answer, tool calls, recall and context.',
   rendererFactory,
   // Ahead of the markdown/html/plain fallbacks that ride in the same bundle.
   rank: 10,

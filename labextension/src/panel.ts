@@ -13,6 +13,7 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { DocumentRegistry } from '@jupyterlab/docregistry';
 import { deleteIcon, LabIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
+import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
 import {
@@ -154,34 +155,36 @@ export class MemoryPanel extends Widget {
     }
   }
 
+  /**
+   * Poll the stamp while the panel shows: a `Poll` backs off after failures
+   * (up to ten intervals) and stands by while the panel or the page is hidden.
+   */
   private _startPolling(): void {
     this._stopPolling();
     const interval = this._options.pollInterval ?? POLL_INTERVAL;
-    this._timer = window.setInterval(() => void this._poll(), interval);
+    this._poll = new Poll({
+      factory: () => this._checkStamp(),
+      frequency: { interval, backoff: true, max: 10 * interval },
+      standby: () => !this.isVisible || 'when-hidden',
+      name: 'jupyter-memory:memory-panel'
+    });
   }
 
   private _stopPolling(): void {
-    if (this._timer !== null) {
-      window.clearInterval(this._timer);
-      this._timer = null;
+    if (this._poll !== null) {
+      this._poll.dispose();
+      this._poll = null;
     }
   }
 
-  /** Ask for the stamp; reload only when the memory directory changed. */
-  private async _poll(): Promise<void> {
-    if (this._polling || !this.isVisible || document.hidden) {
-      return;
-    }
-    this._polling = true;
-    try {
-      const { stamp } = await MemoryAPI.stamp(this._path);
-      if (stamp !== this._stamp) {
-        await this.refresh();
-      }
-    } catch {
-      // A failed poll is not news: the next refresh shows the real error.
-    } finally {
-      this._polling = false;
+  /**
+   * Ask for the stamp; reload only when the memory directory changed. A failed
+   * call rejects, so the poll backs off; the next refresh shows the real error.
+   */
+  private async _checkStamp(): Promise<void> {
+    const { stamp } = await MemoryAPI.stamp(this._path);
+    if (stamp !== this._stamp) {
+      await this.refresh();
     }
   }
 
@@ -199,7 +202,11 @@ export class MemoryPanel extends Widget {
     this._where = el('div', 'jp-MemoryPanel-where');
 
     const searchLabel = el('label', 'jp-MemoryPanel-searchLabel');
-    const searchText = el('span', 'jp-MemoryPanel-visuallyHidden', 'Search memories');
+    const searchText = el(
+      'span',
+      'jp-MemoryPanel-visuallyHidden',
+      'Search memories'
+    );
     this._search = el('input', 'jp-MemoryPanel-search jp-mod-styled');
     this._search.type = 'search';
     this._search.placeholder = 'Search memories';
@@ -332,7 +339,10 @@ export class MemoryPanel extends Widget {
     open.append(name, age);
     open.addEventListener('click', () => void this._open(memory));
 
-    const forget = el('button', 'jp-MemoryPanel-iconButton jp-MemoryPanel-forget');
+    const forget = el(
+      'button',
+      'jp-MemoryPanel-iconButton jp-MemoryPanel-forget'
+    );
     forget.type = 'button';
     forget.title = `Forget ${label}`;
     forget.setAttribute('aria-label', `Forget ${label}`);
@@ -347,7 +357,11 @@ export class MemoryPanel extends Widget {
     }
     if (memory.indexed === false) {
       item.append(
-        el('p', 'jp-MemoryPanel-note', 'Not in MEMORY.md: index-mode recall never sees it.')
+        el(
+          'p',
+          'jp-MemoryPanel-note',
+          'Not in MEMORY.md: index-mode recall never sees it.'
+        )
       );
     }
     return item;
@@ -419,14 +433,14 @@ export class MemoryPanel extends Widget {
 
   private _options: IMemoryPanelOptions;
   private _path = '';
-  private _context: DocumentRegistry.IContext<DocumentRegistry.IModel> | null = null;
+  private _context: DocumentRegistry.IContext<DocumentRegistry.IModel> | null =
+    null;
   private _reply: IListReply | null = null;
   private _findings: IFinding[] = [];
   private _error: string | null = null;
   private _stamp: string | null = null;
   private _generation = 0;
-  private _timer: number | null = null;
-  private _polling = false;
+  private _poll: Poll | null = null;
   private _views = new Map<string, MainAreaWidget<MemoryView>>();
   private _where!: HTMLDivElement;
   private _search!: HTMLInputElement;
@@ -447,7 +461,11 @@ export class MemoryView extends Widget {
     const header = el('header', 'jp-MemoryView-header');
     header.append(
       el('h2', 'jp-MemoryView-title', memory.name || memory.file),
-      el('p', 'jp-MemoryView-where', `${where} — read-only (outside the server root)`)
+      el(
+        'p',
+        'jp-MemoryView-where',
+        `${where} — read-only (outside the server root)`
+      )
     );
     if (memory.description) {
       header.append(el('p', 'jp-MemoryView-description', memory.description));

@@ -4,21 +4,30 @@
  * A saved notebook carries the whole record of each turn, so this renders it
  * with no kernel running: the answer, every tool call folded with its input
  * and result, the memories recall considered with its decision for each, and
- * a bar showing how the context window was spent. Every key may be missing
- * (older or partial records); unknown keys are ignored.
+ * a bar showing how the context window was spent, and the model requests
+ * (rebuilt from the record's content-addressed parts when this output holds
+ * them all; otherwise it says which parts an earlier output holds). The
+ * record's type is generated from its JSON Schema (turnrecord.ts); every key
+ * may still be missing (older or partial records) and unknown keys are ignored.
  */
 import { renderMarkdown } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { el, formatTokens, prettyValue } from './format';
+import type { TurnRecord } from './turnrecord';
+import { requestViews } from './turnrequests';
 
 export const TURN_MIME = 'application/vnd.jupyter-memory.turn+json';
 
 type Json = Record<string, any>;
+/** A record as read from a notebook: the schema's shape, any part of it missing. */
+type SavedRecord = Partial<TurnRecord> & Json;
 
 function asObject(value: unknown): Json {
-  return value && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
+  return value && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Json)
+    : {};
 }
 
 function asArray(value: unknown): Json[] {
@@ -26,7 +35,11 @@ function asArray(value: unknown): Json[] {
 }
 
 function asText(value: unknown): string {
-  return typeof value === 'string' ? value : value === undefined || value === null ? '' : String(value);
+  return typeof value === 'string'
+    ? value
+    : value === undefined || value === null
+      ? ''
+      : String(value);
 }
 
 function asNumber(value: unknown): number | null {
@@ -55,7 +68,7 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    const record = asObject(model.data[TURN_MIME]);
+    const record: SavedRecord = asObject(model.data[TURN_MIME]);
     this.node.textContent = '';
     this.node.append(this._header(record));
     const answer = el('div', 'jp-MemoryTurn-answer');
@@ -66,7 +79,8 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
       this._recall(asObject(record.recall)),
       this._context(asObject(record.context)),
       this._written(asArray(record.memories_written)),
-      this._events(asArray(record.events))
+      this._events(asArray(record.events)),
+      this._requests(record)
     ];
     for (const section of sections) {
       if (section) {
@@ -75,7 +89,7 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     }
   }
 
-  private _header(record: Json): HTMLElement {
+  private _header(record: SavedRecord): HTMLElement {
     const header = el('div', 'jp-MemoryTurn-header');
     const bits: string[] = [];
     if (asNumber(record.turn) !== null) {
@@ -88,7 +102,9 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     const input = asNumber(usage.input_tokens);
     const output = asNumber(usage.output_tokens);
     if (input !== null || output !== null) {
-      bits.push(`${formatTokens(input ?? 0)} in · ${formatTokens(output ?? 0)} out`);
+      bits.push(
+        `${formatTokens(input ?? 0)} in · ${formatTokens(output ?? 0)} out`
+      );
     }
     if (record.ended || record.started) {
       bits.push(asText(record.ended || record.started));
@@ -97,11 +113,16 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     const status = asText(record.status);
     if (status && status !== 'ok') {
       // ok | max_tokens | max_turns | interrupted | error: say when a turn did not finish.
-      header.append(el('span', 'jp-MemoryTurn-status', status.replace(/_/g, ' ')));
+      header.append(
+        el('span', 'jp-MemoryTurn-status', status.replace(/_/g, ' '))
+      );
     }
     if (record.prompt) {
       const prompt = el('div', 'jp-MemoryTurn-prompt');
-      prompt.append(el('span', 'jp-MemoryTurn-label', 'Prompt'), el('span', '', asText(record.prompt)));
+      prompt.append(
+        el('span', 'jp-MemoryTurn-label', 'Prompt'),
+        el('span', '', asText(record.prompt))
+      );
       const wrap = el('div', 'jp-MemoryTurn-top');
       wrap.append(header, prompt);
       return wrap;
@@ -109,9 +130,14 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     return header;
   }
 
-  private async _renderAnswer(host: HTMLElement, source: string): Promise<void> {
+  private async _renderAnswer(
+    host: HTMLElement,
+    source: string
+  ): Promise<void> {
     if (!source) {
-      host.append(el('p', 'jp-MemoryTurn-empty', 'No answer was recorded for this turn.'));
+      host.append(
+        el('p', 'jp-MemoryTurn-empty', 'No answer was recorded for this turn.')
+      );
       return;
     }
     const options = this._options;
@@ -135,7 +161,10 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     });
   }
 
-  private _details(summary: string, className: string): [HTMLDetailsElement, HTMLElement] {
+  private _details(
+    summary: string,
+    className: string
+  ): [HTMLDetailsElement, HTMLElement] {
     const details = el('details', `jp-MemoryTurn-section ${className}`);
     details.append(el('summary', 'jp-MemoryTurn-summary', summary));
     const body = el('div', 'jp-MemoryTurn-body');
@@ -163,7 +192,11 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
         el('div', 'jp-MemoryTurn-label', 'Input'),
         el('pre', 'jp-MemoryTurn-pre', prettyValue(call.input ?? {})),
         el('div', 'jp-MemoryTurn-label', 'Result'),
-        el('pre', 'jp-MemoryTurn-pre', 'result' in call ? resultText(call.result) : '(no result)')
+        el(
+          'pre',
+          'jp-MemoryTurn-pre',
+          'result' in call ? resultText(call.result) : '(no result)'
+        )
       );
       body.append(one);
     }
@@ -195,16 +228,26 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     table.append(el('thead'), el('tbody'));
     table.tHead!.append(head);
     for (const decision of decisions) {
-      const row = el('tr', `jp-MemoryTurn-decision jp-mod-${asText(decision.decision) || 'unknown'}`);
+      const row = el(
+        'tr',
+        `jp-MemoryTurn-decision jp-mod-${asText(decision.decision) || 'unknown'}`
+      );
       const age = asNumber(decision.age_days);
       const bytes = asNumber(decision.bytes);
       row.append(
         el('td', 'jp-MemoryTurn-file', asText(decision.file)),
-        el('td', 'jp-MemoryTurn-verdict', asText(decision.decision).replace(/_/g, ' ')),
+        el(
+          'td',
+          'jp-MemoryTurn-verdict',
+          asText(decision.decision).replace(/_/g, ' ')
+        ),
         el(
           'td',
           '',
-          [asText(decision.reason), decision.path ? `(path ${asText(decision.path)})` : '']
+          [
+            asText(decision.reason),
+            decision.path ? `(path ${asText(decision.path)})` : ''
+          ]
             .filter(Boolean)
             .join(' ')
         ),
@@ -218,12 +261,16 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   private _context(context: Json): HTMLElement | null {
-    const categories = asArray(context.categories).filter(c => (asNumber(c.tokens) ?? 0) > 0);
+    const categories = asArray(context.categories).filter(
+      c => (asNumber(c.tokens) ?? 0) > 0
+    );
     const windowSize = asNumber(context.window);
     if (categories.length === 0 || !windowSize) {
       return null;
     }
-    const used = asNumber(context.used) ?? categories.reduce((n, c) => n + (asNumber(c.tokens) ?? 0), 0);
+    const used =
+      asNumber(context.used) ??
+      categories.reduce((n, c) => n + (asNumber(c.tokens) ?? 0), 0);
     const section = el('div', 'jp-MemoryTurn-section jp-MemoryTurn-context');
     const percent = Math.min(100, (100 * used) / windowSize);
     section.append(
@@ -238,14 +285,21 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     bar.setAttribute(
       'aria-label',
       'Context breakdown: ' +
-        categories.map(c => `${asText(c.name)} ${formatTokens(asNumber(c.tokens))} tokens`).join(', ') +
+        categories
+          .map(
+            c => `${asText(c.name)} ${formatTokens(asNumber(c.tokens))} tokens`
+          )
+          .join(', ') +
         `; ${formatTokens(windowSize)} token window`
     );
     const legend = el('ul', 'jp-MemoryTurn-legend');
     categories.forEach((category, i) => {
       const tokens = asNumber(category.tokens) ?? 0;
       const name = asText(category.name) || 'other';
-      const segment = el('span', `jp-MemoryTurn-segment jp-MemoryTurn-color${i % 6}`);
+      const segment = el(
+        'span',
+        `jp-MemoryTurn-segment jp-MemoryTurn-color${i % 6}`
+      );
       segment.style.width = `${Math.max(0.3, (100 * tokens) / windowSize)}%`;
       segment.title = `${name}: ${tokens} tokens`;
       bar.append(segment);
@@ -276,7 +330,13 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     section.append(el('div', 'jp-MemoryTurn-label', 'Memories written'));
     const list = el('ul', 'jp-MemoryTurn-list');
     for (const item of written) {
-      list.append(el('li', '', `${asText(item.file)}${item.by ? ` (by ${asText(item.by)})` : ''}`));
+      list.append(
+        el(
+          'li',
+          '',
+          `${asText(item.file)}${item.by ? ` (by ${asText(item.by)})` : ''}`
+        )
+      );
     }
     section.append(list);
     return section;
@@ -291,10 +351,49 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     const list = el('ul', 'jp-MemoryTurn-list');
     for (const event of events) {
       const kind = asText(event.kind) || 'note';
-      list.append(el('li', `jp-MemoryTurn-event jp-mod-${kind}`, `${kind}: ${asText(event.text)}`));
+      list.append(
+        el(
+          'li',
+          `jp-MemoryTurn-event jp-mod-${kind}`,
+          `${kind}: ${asText(event.text)}`
+        )
+      );
     }
     section.append(list);
     return section;
+  }
+
+  private _requests(record: SavedRecord): HTMLElement | null {
+    const views = requestViews(record);
+    if (views.length === 0) {
+      return null;
+    }
+    const [details, body] = this._details(
+      `Model requests (${views.length})`,
+      'jp-MemoryTurn-requests'
+    );
+    for (const view of views) {
+      const title = `Call ${view.round ?? '?'} · ${view.digest.slice(0, 19)}…`;
+      const [one, inner] = this._details(title, 'jp-MemoryTurn-request');
+      if (view.body) {
+        inner.append(el('pre', 'jp-MemoryTurn-pre', prettyValue(view.body)));
+      } else {
+        const parts = view.missing.join(', ');
+        const verb = view.missing.length > 1 ? 'parts live' : 'part lives';
+        inner.append(
+          el(
+            'p',
+            'jp-MemoryTurn-empty',
+            `Its ${parts} ${verb} in an earlier output of this notebook (a ` +
+              'session stores each part once). Rebuild the request with ' +
+              '`jupyter-memory transcript request NOTEBOOK --turn N`, N being ' +
+              "this turn's position among the notebook's agent turns."
+          )
+        );
+      }
+      body.append(one);
+    }
+    return details;
   }
 
   private _options: IRenderMime.IRendererOptions;
