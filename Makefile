@@ -57,6 +57,7 @@ setup: $(STAMP) $(LABEXT_BUILT) browser-deps
 
 lint: setup
 	$(BIN)/ruff check jupyter_memory tests benchmarks examples
+	cd $(LABEXT) && $(NPM) run lint:check
 
 # The documentation site (mkdocs.yml): --strict turns every warning, such as a broken link
 # or anchor, into a failure. The site is written to build/site.
@@ -68,6 +69,7 @@ docs: setup
 PYTEST_XDIST ?= -n 2 --dist loadfile
 
 test: lint docs
+	cd $(LABEXT) && $(NPM) test
 	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # Runs examples/01-tour.ipynb headless and offline (it replays its recording) in a temp
@@ -77,4 +79,5 @@ demo: setup
 
 clean:
 	rm -rf $(VENV) build dist jupyter_memory/labextension examples/demo-home \
-	  $(LABEXT)/lib $(LABEXT)/node_modules $(LABEXT)/tsconfig.tsbuildinfo
+	  $(LABEXT)/lib $(LABEXT)/node_modules $(LABEXT)/tsconfig.tsbuildinfo \
+	  $(LABEXT)/.eslintcache $(LABEXT)/coverage
