@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.agent.loop import TurnEvents, digest, make_client, run_turn
+from jupyter_memory.agent.loop import TurnEvents, make_client, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
-from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints
+from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints, digest
 from jupyter_memory.context.request_parts import request_body
 from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
 

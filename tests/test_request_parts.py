@@ -13,9 +13,10 @@ import jsonschema
 import nbformat
 import pytest
 
-from jupyter_memory.agent.loop import RECORD_VERSION, digest, run_turn
+from jupyter_memory.agent.loop import RECORD_VERSION, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.cli.app import main as cli_main
+from jupyter_memory.context.assemble import digest
 from jupyter_memory.context.request_parts import (
     MissingPart,
     PartStore,
