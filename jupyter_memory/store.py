@@ -373,12 +373,14 @@ class MemoryStore:
         provenance: str | None = None,
         session_id: str | None = None,
         exist_ok: bool = False,
+        extra: dict[str, Any] | None = None,
     ) -> WriteResult:
         """Write a new memory and its index pointer.
 
         The file defaults to ``<type>_<slug of name>.md``. An existing file is never
         overwritten: :class:`MemoryExists` is raised, or with ``exist_ok=True`` the
-        existing memory is updated in place (unknown header fields survive).
+        existing memory is updated in place (unknown header fields survive). ``extra``
+        adds header fields to a new file (the team scope's ``author``).
         """
         name = _one_line(name)
         description = _one_line(description)
@@ -405,6 +407,8 @@ class MemoryStore:
             fields["originSessionId"] = origin
         if self.mark_provenance:
             fields[PROVENANCE_FIELD] = self._provenance(provenance)
+        for key, value in (extra or {}).items():
+            fields.setdefault(key, value)
         if body and not body.endswith("\n"):
             body += "\n"
         text = frontmatter.render(fields, body)
