@@ -62,6 +62,9 @@ class RequestState:
     today: str = ""
     maintain_index: bool = True
     cache: bool = True
+    #: The team folder and its index (SPEC §8); None when the project has no team folder.
+    team_dir: str | None = None
+    team_index: IndexPart | None = None
 
 
 @dataclass(frozen=True)
@@ -98,9 +101,18 @@ def context_message_text(state: RequestState) -> str:
     sections.extend(part.text for part in state.instructions)
     if state.memdir is not None and state.recall_mode == "index" and state.index is not None:
         sections.append(prompts.index_block(state.memdir, state.index.text, state.index.warning))
+    if _team_index_shown(state):
+        assert state.team_index is not None and state.team_dir is not None
+        sections.append(prompts.team_index_block(
+            state.team_dir, state.team_index.text, state.team_index.warning))
     if state.today:
         sections.append(prompts.date_block(state.today))
     return prompts.system_reminder("\n\n".join(sections))
+
+
+def _team_index_shown(state: RequestState) -> bool:
+    return (state.memdir is not None and state.recall_mode == "index"
+            and state.team_dir is not None and state.team_index is not None)
 
 
 def _system_blocks(state: RequestState) -> list[dict[str, Any]]:
@@ -112,6 +124,7 @@ def _system_blocks(state: RequestState) -> list[dict[str, Any]]:
             memdir=state.memdir,
             mode=state.recall_mode,
             maintain_index=state.maintain_index,
+            team_dir=state.team_dir,
         ),
     }
     if state.cache:
@@ -202,7 +215,14 @@ def _parts(
         text = prompts.index_block(state.memdir, state.index.text, state.index.warning)
         parts.append(Part("index", "MEMORY.md", text, estimate_tokens(text), {
             "lines": state.index.lines, "chars": state.index.chars,
-            "truncated_by": state.index.truncated_by}))
+            "truncated_by": state.index.truncated_by, "scope": "private"}))
+    if _team_index_shown(state):
+        assert state.team_index is not None and state.team_dir is not None
+        text = prompts.team_index_block(state.team_dir, state.team_index.text,
+                                        state.team_index.warning)
+        parts.append(Part("index", "team/MEMORY.md", text, estimate_tokens(text), {
+            "lines": state.team_index.lines, "chars": state.team_index.chars,
+            "truncated_by": state.team_index.truncated_by, "scope": "team"}))
     frame = prompts.system_reminder(
         prompts.CONTEXT_PREAMBLE + ("\n\n" + prompts.date_block(state.today) if state.today else "")
     )

@@ -127,6 +127,8 @@ class Session:
         self._registry: Any = None
         self._tool_context: Any = None
         self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
+        self._team: Any = None
+        self._team_index: IndexPart | None = None
         self.log: Any = None
         if self.config.log_transcript:
             from .session_log import SessionLog
@@ -148,7 +150,10 @@ class Session:
         from .instructions import load_instructions
         from .paths import locate
 
+        from .team import find as find_team
+
         self._location = locate(self.cwd, self.env)
+        self._team = find_team(self._location, self.env)
         self._store = None
         self._instructions = load_instructions(
             self.cwd,
@@ -162,6 +167,7 @@ class Session:
         """Forget the tool context and context snapshot (settings or memory on/off changed)."""
         self._tool_context = None
         self._snapshot = None
+        self._team_index = None
 
     def refresh_context(self) -> None:
         """Re-read the index and instruction files before the next request.
@@ -172,6 +178,7 @@ class Session:
         through the front ends (``%%remember``, ``%memory forget``) call this.
         """
         self._snapshot = None
+        self._team_index = None
 
     def context_pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
         """The instruction files and index of this session's ``messages[0]``."""
@@ -207,14 +214,33 @@ class Session:
         if not self.memory_enabled:
             return None
         if self._store is None:
-            from .store import MemoryStore
+            from .team import open_store
 
-            self._store = MemoryStore(
-                Path(self._location.memdir),
+            self._store = open_store(
+                self._location,
+                self.env,
                 session_id=self.session_id,
                 maintain_index=self.config.maintain_index,
             )
         return self._store
+
+    @property
+    def team_dir(self) -> Path | None:
+        """The team folder (SPEC §8) when team mode is on and memory is enabled."""
+        if self.memdir is None or self._team is None:
+            return None
+        return Path(self._team.folder)
+
+    def team_index_part(self) -> IndexPart | None:
+        """The team ``MEMORY.md`` as the model receives it, read once like the private one."""
+        folder = self.team_dir
+        if folder is None:
+            return None
+        if self._team_index is None:
+            from .team import index_part
+
+            self._team_index = index_part(folder)
+        return self._team_index
 
     @property
     def instructions(self) -> Any:
@@ -278,6 +304,7 @@ class Session:
                 project_root=self.project_root,
                 memdir=self.memdir,
                 store=self.store,
+                team_dir=self.team_dir,
                 instructions=self._instructions,
                 permission=PermissionPolicy(mode=self.config.permission_mode),
             )
@@ -314,6 +341,8 @@ class Session:
             index=index if self.recall_mode == "index" else None,
             today=self.today(),
             maintain_index=self.config.maintain_index,
+            team_dir=None if self.team_dir is None else str(self.team_dir),
+            team_index=self.team_index_part() if self.recall_mode == "index" else None,
         )
 
     def assemble(self, messages: list[dict[str, Any]] | None = None) -> AssembledRequest:

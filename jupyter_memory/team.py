@@ -36,6 +36,7 @@ from . import frontmatter
 from .errors import ConfigError, InvalidPath, JupyterMemoryError
 from .fsutil import atomic_write, memdir_lock
 from .guard import check_no_secrets
+from .context import IndexPart
 from .index import INDEX_NAME, load_for_model
 from .memory import Memory
 from .paths import MemoryLocation, home_dir, validate_memory_dir
@@ -129,11 +130,17 @@ class TeamLocation:
     def exists(self) -> bool:
         return self.folder.is_dir()
 
+    @property
+    def active(self) -> bool:
+        """Team mode is on when the folder exists or a setting names one."""
+        return self.source != "default" or self.exists
+
     def to_json(self) -> dict[str, Any]:
         return {
             "folder": str(self.folder),
             "index": str(self.folder / INDEX_NAME),
             "exists": self.exists,
+            "active": self.active,
             "source": self.source,
             "source_reason": self.reason,
             "git": _git_toplevel(self.folder) is not None if self.exists else False,
@@ -421,9 +428,20 @@ def index_text(folder: Path) -> str:
         return ""
 
 
-def load_index(folder: Path) -> Any:
+def index_part(folder: Path) -> IndexPart:
     """The team index as the model receives it: the same 200-line / 25,000-character limits."""
-    return load_for_model(index_text(folder))
+    loaded = load_for_model(index_text(folder))
+    cut = "+".join(loaded.limits_hit) if loaded.limits_hit else None
+    return IndexPart(loaded.text, loaded.line_count, loaded.char_count, cut, loaded.warning)
+
+
+def find(location: MemoryLocation, env: Mapping[str, str] | None = None) -> TeamLocation | None:
+    """The active team folder of a location, or None (no team folder, or a bad setting)."""
+    try:
+        team = team_location(location, env)
+    except ConfigError:
+        return None
+    return team if team.active else None
 
 
 # ---------------------------------------------------------------------------- the index
