@@ -106,7 +106,10 @@ class Context:
 
     @cached_property
     def store(self) -> MemoryStore:
-        return MemoryStore.for_project(self.project, self.env)
+        from .paths import locate
+        from .team import open_store
+
+        return open_store(locate(self.project, self.env), self.env)
 
     def out(self, text: str = "") -> None:
         self.stdout.write(text + "\n")
@@ -239,7 +242,8 @@ def _table(memories: Sequence[Memory]) -> str:
         kind = (m.type or "-")[:10]
         description = m.description or m.name
         lines.append(
-            f"{mark} {m.file:<{width}}  {kind:<9}  {age_text(m.age_days):<12}  {description}"
+            f"{mark} {m.file:<{width}}  {kind:<9}  {m.scope:<7}  {age_text(m.age_days):<12}  "
+            f"{description}"
         )
     if any(not m.indexed for m in memories):
         lines.append("! = no line in MEMORY.md (run `jupyter-memory repair` to add them)")
@@ -311,6 +315,8 @@ def _show(ctx: Context) -> int:
     arg("--file", help="file name in the memdir (default: <type>_<name>.md)"),
     arg("--hook", help="index line text (default: the description)"),
     arg("--update", action="store_true", help="update the memory if the file already exists"),
+    arg("--scope", choices=("private", "team"), default="private",
+        help="private (your memdir, the default) or team (the shared team folder)"),
 )
 def _add(ctx: Context) -> int:
     body = ctx.args.body
@@ -330,9 +336,10 @@ def _add(ctx: Context) -> int:
         hook=ctx.args.hook,
         provenance="user",
         exist_ok=ctx.args.update,
+        scope=ctx.args.scope,
     )
     verb = "Saved" if result.created else "Updated"
-    ctx.emit(result.to_json(), f"{verb} {store.memdir / result.file}")
+    ctx.emit(result.to_json(), f"{verb} {store.resolve(result.file)}")
     _print_messages(ctx, result.messages)
     location = store.location
     if location is not None and not location.enabled:
@@ -475,6 +482,8 @@ def _index(ctx: Context) -> int:
     arg("--mode", choices=("index", "prefetch"), help="recall mode (default: index)"),
     arg("--count", action="store_true",
         help="ask the endpoint's count-tokens API for the exact size (needs a model)"),
+    arg("--agent", metavar="NAME",
+        help="the request of the agent defined in .claude/agents/NAME.md"),
 )
 def _context(ctx: Context) -> int:
     from .context import render_text
@@ -487,6 +496,11 @@ def _context(ctx: Context) -> int:
         overrides["recall_mode"] = ctx.args.mode
     config = AgentConfig.from_env(ctx.env, log_transcript=False, **overrides)
     session = Session(ctx.project or Path.cwd(), config=config, env=ctx.env)
+    if ctx.args.agent:
+        from .agents import load_agent
+
+        session = load_agent(session.project_root, ctx.args.agent, env=ctx.env).session(
+            ctx.project or Path.cwd(), config=config, env=ctx.env)
     assembled = session.assemble()
     if ctx.args.raw:
         ctx.out(json.dumps(assembled.body, ensure_ascii=False, indent=2))
@@ -505,9 +519,11 @@ def _register_session_commands() -> None:
     """``transcript`` and ``bundle`` live beside the session code they drive."""
     from .bundle import register_bundle_command
     from .resume import register_transcript_command
+    from .team_cli import register_team_command
 
     register_transcript_command(command, arg)
     register_bundle_command(command, arg)
+    register_team_command(command, arg)
 
 
 _register_session_commands()

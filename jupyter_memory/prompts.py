@@ -262,6 +262,24 @@ def index_block(memdir: str, index_text: str, warning: str | None) -> str:
     return text
 
 
+def agent_system_prompt(name: str, prompt: str) -> str:
+    """The identity of a defined agent (``.claude/agents/NAME.md``): its own words first."""
+    head = (f"You are the agent \"{name}\", running inside a Jupyter kernel through "
+            "jupyter-memory. Your instructions, written by the person who defined you:")
+    return f"{head}\n\n{prompt.strip()}\n\n{TOOL_GUIDANCE}"
+
+
+def agent_index_block(memdir: str, index_text: str, warning: str | None) -> str:
+    """A defined agent's memory index, placed in its system prompt (SPEC §8)."""
+    body = index_text.strip() or "(your agent memory is empty: nothing saved yet)"
+    head = (f"# Your agent memory index\n\nContents of {memdir}/MEMORY.md (this memory belongs "
+            "to you as this agent, across sessions; read topic files on demand):")
+    text = f"{head}\n\n{body}"
+    if warning and warning not in body:
+        text += f"\n\n{warning}"
+    return text
+
+
 def team_index_block(team_dir: str, index_text: str, warning: str | None) -> str:
     """How the team's ``MEMORY.md`` reaches the model: its own heading, after the private one."""
     body = index_text.strip() or "(the team index is empty: no team memories yet)"

@@ -149,7 +149,6 @@ class Session:
         """Re-locate the memdir and re-read instruction files (session start, compaction)."""
         from .instructions import load_instructions
         from .paths import locate
-
         from .team import find as find_team
 
         self._location = locate(self.cwd, self.env)
@@ -237,9 +236,12 @@ class Session:
         if folder is None:
             return None
         if self._team_index is None:
-            from .team import index_part
+            from .team import load_index
 
-            self._team_index = index_part(folder)
+            loaded = load_index(folder)
+            cut = "+".join(loaded.limits_hit) if loaded.limits_hit else None
+            self._team_index = IndexPart(loaded.text, loaded.line_count, loaded.char_count, cut,
+                                         loaded.warning)
         return self._team_index
 
     @property

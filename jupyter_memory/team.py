@@ -36,7 +36,6 @@ from . import frontmatter
 from .errors import ConfigError, InvalidPath, JupyterMemoryError
 from .fsutil import atomic_write, memdir_lock
 from .guard import check_no_secrets
-from .context import IndexPart
 from .index import INDEX_NAME, load_for_model
 from .memory import Memory
 from .paths import MemoryLocation, home_dir, validate_memory_dir
@@ -193,11 +192,12 @@ def team_location(location: MemoryLocation, env: Mapping[str, str] | None = None
 
 
 def author(folder: Path | None = None, env: Mapping[str, str] | None = None) -> str:
-    """Who is writing: the git author name (of the team repository if any), else the OS user."""
-    name = _git_config("user.name", folder, env)
+    """Who is writing: the git author (``GIT_AUTHOR_NAME``, then ``user.name`` of the team
+    repository), else the hub or OS user."""
+    environ = os.environ if env is None else env
+    name = environ.get("GIT_AUTHOR_NAME") or _git_config("user.name", folder, env)
     if name:
         return name
-    environ = os.environ if env is None else env
     for key in ("JUPYTERHUB_USER", "USER", "LOGNAME"):
         if environ.get(key):
             return environ[key]
@@ -287,9 +287,15 @@ class ScopedStore(MemoryStore):
     """
 
     def __init__(
-        self, memdir: Path | str, team: TeamLocation | Path, **options: Any
+        self,
+        memdir: Path | str,
+        team: TeamLocation | Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        **options: Any,
     ) -> None:
         super().__init__(memdir, **options)
+        self.env = env
         folder = team.folder if isinstance(team, TeamLocation) else Path(team)
         self.team_location = team if isinstance(team, TeamLocation) else None
         self.team_dir = folder
@@ -365,7 +371,7 @@ class ScopedStore(MemoryStore):
         if scope == "team" or rel is not None:
             check_team_type(type, rel or name)
             extra = dict(options.pop("extra", None) or {})
-            extra.setdefault(AUTHOR_FIELD, author(self.team_dir))
+            extra.setdefault(AUTHOR_FIELD, author(self.team_dir, self.env))
             text = "\n".join([name, description, body, *map(str, extra.values())])
             check_no_secrets(text, f"team memory {rel or name}")
             result = self.team.create(name, description, type, body, file=rel, extra=extra,
@@ -391,7 +397,7 @@ class ScopedStore(MemoryStore):
         doc = frontmatter.parse(text)
         check_team_type(doc.get("type"), TEAM_PREFIX + rel)
         if doc.has_frontmatter:
-            text = frontmatter.update(text, {AUTHOR_FIELD: author(self.team_dir)})
+            text = frontmatter.update(text, {AUTHOR_FIELD: author(self.team_dir, self.env)})
         check_no_secrets(text, f"team memory {rel}")
         return self._mapped(self.team.write_file(rel, text, provenance=provenance))
 
@@ -417,7 +423,7 @@ def open_store(
 ) -> ScopedStore:
     """The store of a memory location, private and team scopes together."""
     team = team_location(location, env)
-    return ScopedStore(location.memdir, team, location=location, **options)
+    return ScopedStore(location.memdir, team, env=env, location=location, **options)
 
 
 def index_text(folder: Path) -> str:
@@ -428,11 +434,9 @@ def index_text(folder: Path) -> str:
         return ""
 
 
-def index_part(folder: Path) -> IndexPart:
+def load_index(folder: Path) -> Any:
     """The team index as the model receives it: the same 200-line / 25,000-character limits."""
-    loaded = load_for_model(index_text(folder))
-    cut = "+".join(loaded.limits_hit) if loaded.limits_hit else None
-    return IndexPart(loaded.text, loaded.line_count, loaded.char_count, cut, loaded.warning)
+    return load_for_model(index_text(folder))
 
 
 def find(location: MemoryLocation, env: Mapping[str, str] | None = None) -> TeamLocation | None:
@@ -792,8 +796,7 @@ def sync(folder: Path, env: Mapping[str, str] | None = None, *, lock_timeout: fl
     prefix = "" if spec == "." else spec.rstrip("/") + "/"
     who = author(folder, env)
     with memdir_lock(folder, timeout=lock_timeout):
-        if spec == ".":
-            _ensure_git_files(folder)
+        _ensure_git_files(folder)  # a nested .gitignore also works in the project's repo
         rebuild_index(folder)
         committed = _commit(git, spec, prefix, who)
         remote, branch = _upstream(git)
