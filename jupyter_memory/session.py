@@ -153,6 +153,10 @@ class Session:
 
         self._location = locate(self.cwd, self.env)
         self._team = find_team(self._location, self.env)
+        if self._team is not None:
+            from .team import register
+
+            register(Path(self._location.memdir), Path(self._team.folder))
         self._store = None
         self._instructions = load_instructions(
             self.cwd,

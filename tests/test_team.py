@@ -314,3 +314,77 @@ def test_two_homes_write_one_team_folder_at_once(tmp_path: Path) -> None:
     assert len(files) == 50
     index = (shared / "MEMORY.md").read_text()
     assert all(f"({name})" in index for name in files)
+
+
+# ---------------------------------------------------------------------------- the agent
+
+
+def test_prefetch_attaches_team_memory_and_explains_its_scope(tmp_path: Path, fake_api,
+                                                              monkeypatch) -> None:
+    from jupyter_memory.agent import run_turn
+    from jupyter_memory.recall.model_selector import SELECTOR_TOOL_NAME
+    from jupyter_memory.session import AgentConfig, Session
+    from jupyter_memory.testing.fake_api import ToolCall, Turn
+
+    env = person(tmp_path, "ana")
+    shared = tmp_path / "elsewhere" / "team"
+    settings = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"teamMemoryDirectory": str(shared)}))
+    for key in ("HOME", "CLAUDE_CONFIG_DIR", "JUPYTER_MEMORY_DIR", "USER"):
+        monkeypatch.setenv(key, env[key])
+    add(env, "fiscal year", "the fiscal year starts in April", body="Q1 is April to June.")
+    assert (shared / "project_fiscal_year.md").exists()  # outside the memdir
+    config = AgentConfig.from_env(max_retries=0, recall_mode="prefetch",
+                                  wait_for_prefetch=True, log_transcript=False)
+    session = Session(tmp_path, config=config)
+    manifests = []
+
+    def respond(body: dict) -> Turn:
+        if "selected_memories" in json.dumps(body.get("tools", [])):
+            manifests.append(json.dumps(body["messages"]))
+            return Turn(tool_calls=[ToolCall(SELECTOR_TOOL_NAME, {
+                "selected_memories": ["team/project_fiscal_year.md"]})])
+        return Turn(text="April.")
+
+    fake_api.responder = respond
+    result = run_turn(session, "When does the fiscal year start?")
+    assert result.ok
+    assert "[project] team/project_fiscal_year.md" in manifests[0]
+    sent = json.dumps(fake_api.requests[-1].messages)
+    assert "Q1 is April to June." in sent
+    decisions = {d["file"]: d for d in result.record["recall"]["decisions"]}
+    assert decisions["team/project_fiscal_year.md"]["decision"] == "injected"
+    assert decisions["team/project_fiscal_year.md"]["scope"] == "team"
+
+
+def test_agent_writes_team_memory_through_its_tools(tmp_path: Path, fake_api,
+                                                     monkeypatch) -> None:
+    from jupyter_memory.agent import run_turn
+    from jupyter_memory.session import AgentConfig, Session
+    from jupyter_memory.testing.fake_api import ToolCall, Turn
+
+    env = person(tmp_path, "ana")
+    for key in ("HOME", "CLAUDE_CONFIG_DIR", "JUPYTER_MEMORY_DIR", "USER", "GIT_AUTHOR_NAME"):
+        monkeypatch.setenv(key, env[key])
+    folder = Path(env["JUPYTER_MEMORY_DIR"]) / "team"
+    folder.mkdir(parents=True)  # an existing team folder turns team mode on
+    session = Session(tmp_path, config=AgentConfig.from_env(max_retries=0, log_transcript=False))
+    memo = ("---\nname: no-mocks\ndescription: never mock the warehouse in tests\n"
+            "type: feedback\n---\nUse the staging warehouse.\n")
+    fake_api.script([
+        Turn(tool_calls=[ToolCall("Write", {"file_path": str(folder / "feedback_no_mocks.md"),
+                                            "content": memo})]),
+        Turn(tool_calls=[ToolCall("Write", {"file_path": str(folder / "user_me.md"),
+                                            "content": memo.replace("feedback", "user")})]),
+        Turn(text="Saved for the team."),
+    ])
+    result = run_turn(session, "Team rule: never mock the warehouse.")
+    assert result.ok
+    assert "author: ana" in (folder / "feedback_no_mocks.md").read_text()
+    assert "(feedback_no_mocks.md)" in (folder / "MEMORY.md").read_text()
+    assert not (folder / "user_me.md").exists()
+    refused = [c for c in result.record["tool_calls"] if c["is_error"]]
+    assert refused and "always private" in refused[0]["result"]
+    first = fake_api.requests[0].body
+    assert "# Team memory" in first["messages"][0]["content"][0]["text"]
