@@ -56,28 +56,32 @@ class AgentDefinition:
 
     def memory_dir(self, project_root: Path, env: Mapping[str, str] | None = None) -> Path | None:
         """The agent's own memdir for its ``memory`` scope (None without one)."""
-        if self.memory == "user":
-            return config_base(env) / "agent-memory" / self.name
-        if self.memory == "project":
-            return Path(project_root) / ".claude" / "agent-memory" / self.name
-        if self.memory == "local":
-            return Path(project_root) / ".claude" / "agent-memory-local" / self.name
-        return None
+        if self.memory is None:
+            return None
+        from .remember import scope_dir  # the same folders ``%%remember --scope`` writes
+
+        return scope_dir(self.memory, memdir=Path(project_root), project_root=Path(project_root),
+                         agent=self.name, env=env)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "path": str(self.path),
                 "scope": self.scope, "tools": None if self.tools is None else list(self.tools),
                 "model": self.model, "memory": self.memory, "warnings": list(self.warnings)}
 
+    def config_for(self, base: AgentConfig) -> AgentConfig:
+        """``base`` with this agent's model; index recall and no background extraction,
+        because the agent keeps its own memory itself, as in the reference."""
+        overrides: dict[str, Any] = {"extraction": False, "recall_mode": "index"}
+        if self.model and self.model != "inherit":
+            overrides["model"] = self.model
+        return replace(base, **overrides)
+
     def session(self, cwd: Path, *, config: AgentConfig | None = None,
                 env: Mapping[str, str] | None = None, **options: Any) -> AgentSession:
         """A session that runs as this agent (its prompt, tools, model and memory)."""
         base = config if config is not None else AgentConfig.from_env(env)
-        overrides: dict[str, Any] = {"extraction": False, "recall_mode": "index"}
-        if self.model and self.model != "inherit":
-            overrides["model"] = self.model
-        return AgentSession(Path(cwd), config=replace(base, **overrides), env=env,
-                            agent=self, **options)
+        return AgentSession(Path(cwd), config=self.config_for(base), env=env, agent=self,
+                            **options)
 
 
 def _tools(value: Any, where: Path) -> tuple[tuple[str, ...] | None, list[str]]:

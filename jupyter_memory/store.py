@@ -456,6 +456,7 @@ class MemoryStore:
         body: str | None = None,
         hook: str | None = None,
         provenance: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> WriteResult:
         """Change some fields and/or the body of an existing memory.
 
@@ -477,6 +478,7 @@ class MemoryStore:
             changes["type"] = _check_type(type)
         if provenance is not None and self.mark_provenance:
             changes[PROVENANCE_FIELD] = _check_provenance(provenance)
+        changes.update(extra or {})  # other header fields (the team scope's ``author``)
         warnings: list[str] = []
         if not path.exists():  # checked before the lock too, so a miss creates nothing
             self._read_for_update(path, rel)

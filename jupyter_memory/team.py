@@ -49,6 +49,7 @@ __all__ = [
     "ScopedStore",
     "SyncReport",
     "TeamError",
+    "TeamFolderStore",
     "TeamLocation",
     "TeamStatus",
     "clone",
@@ -278,6 +279,78 @@ def team_path(memdir: Path, file: str) -> Path:
     return Path(memdir) / file
 
 
+class TeamFolderStore(MemoryStore):
+    """The store of the team folder itself, with the team's rules on every write.
+
+    No ``user`` memories (they describe one person), the writer named in ``author``,
+    the credential guard with no way round it; its records carry ``scope="team"``.
+    Files are named relative to the team folder (``db.md``); :class:`ScopedStore` shows
+    them as ``team/db.md``.
+    """
+
+    def __init__(self, folder: Path | str, *, env: Mapping[str, str] | None = None,
+                 **options: Any) -> None:
+        options.setdefault("cache", _cache(Path(folder)))
+        options["maintain_index"] = True  # the sync rebuilds it anyway; keep it right now
+        super().__init__(folder, **options)
+        self.env = env
+
+    def author(self) -> str:
+        return author(self.memdir, self.env)
+
+    def list(self, limit: int | None = None) -> list[Memory]:
+        return [replace(m, scope="team") for m in super().list(limit)]
+
+    def get(self, name_or_file: str) -> Memory:
+        return replace(super().get(name_or_file), scope="team")
+
+    def create(self, name: str, description: str, type: str, body: str, **options: Any
+               ) -> WriteResult:
+        where = options.get("file") or name
+        check_team_type(type, where)
+        extra = dict(options.pop("extra", None) or {})
+        extra.setdefault(AUTHOR_FIELD, self.author())
+        check_no_secrets("\n".join([name, description, body, *map(str, extra.values())]),
+                         f"team memory {where}")
+        return super().create(name, description, type, body, extra=extra, **options)
+
+    def update(self, file: str | PurePath, **changes: Any) -> WriteResult:
+        if changes.get("type") is not None:
+            check_team_type(changes["type"], str(file))
+        changes.setdefault("extra", {})
+        changes["extra"] = {AUTHOR_FIELD: self.author(), **changes["extra"]}
+        return super().update(file, **changes)
+
+    def write_file(self, file: str | PurePath, text: str, *,
+                   provenance: str | None = None) -> WriteResult:
+        rel = self.normalize(file, allow_index=True)
+        if rel == INDEX_NAME:
+            return self.write_index(text)
+        doc = frontmatter.parse(text)
+        check_team_type(doc.get("type"), rel)
+        if doc.has_frontmatter:
+            text = frontmatter.update(text, {AUTHOR_FIELD: self.author()})
+        check_no_secrets(text, f"team memory {rel}")
+        return super().write_file(rel, text, provenance=provenance)
+
+    def settle(self, files: Sequence[str]) -> list[str]:
+        """After a model wrote ``files`` through a plain store: enforce the team rules.
+
+        A ``user`` memory is taken back out (it belongs in private memory) and every
+        other file gets its ``author``. Returns notes for the person.
+        """
+        notes = []
+        for file in files:
+            doc = frontmatter.parse(self.read(file))
+            if str(doc.get("type") or "").lower() == "user":
+                self.forget(file)
+                notes.append(f"{file} was a 'user' memory, which is always private; it was "
+                             "taken out of the team folder. Save it without --scope team.")
+            elif doc.has_frontmatter and doc.get(AUTHOR_FIELD) != self.author():
+                self.update(file)
+        return notes
+
+
 class ScopedStore(MemoryStore):
     """The private memdir's store, with ``team/…`` paths sent to the team folder.
 
@@ -299,14 +372,13 @@ class ScopedStore(MemoryStore):
         folder = team.folder if isinstance(team, TeamLocation) else Path(team)
         self.team_location = team if isinstance(team, TeamLocation) else None
         self.team_dir = folder
-        self.team = MemoryStore(
+        self.team = TeamFolderStore(
             folder,
+            env=env,
             session_id=self.session_id,
             provenance_default=self.provenance_default,
-            maintain_index=True,
             mark_provenance=self.mark_provenance,
             lock_timeout=self.lock_timeout,
-            cache=_cache(folder),
         )
         register(self.memdir, folder)
 
@@ -369,22 +441,14 @@ class ScopedStore(MemoryStore):
             raise InvalidMemory(f"Unknown scope {scope!r}; use 'private' or 'team'.")
         rel = self._team_rel(file) if file is not None else None
         if scope == "team" or rel is not None:
-            check_team_type(type, rel or name)
-            extra = dict(options.pop("extra", None) or {})
-            extra.setdefault(AUTHOR_FIELD, author(self.team_dir, self.env))
-            text = "\n".join([name, description, body, *map(str, extra.values())])
-            check_no_secrets(text, f"team memory {rel or name}")
-            result = self.team.create(name, description, type, body, file=rel, extra=extra,
-                                      **options)
-            return self._mapped(result)
+            return self._mapped(self.team.create(name, description, type, body, file=rel,
+                                                 **options))
         return super().create(name, description, type, body, file=file, **options)
 
     def update(self, file: str | PurePath, **changes: Any) -> WriteResult:
         rel = self._team_rel(file)
         if rel is None:
             return super().update(file, **changes)
-        if changes.get("type") is not None:
-            check_team_type(changes["type"], TEAM_PREFIX + rel)
         return self._mapped(self.team.update(rel, **changes))
 
     def write_file(self, file: str | PurePath, text: str, *,
@@ -392,13 +456,6 @@ class ScopedStore(MemoryStore):
         rel = self._team_rel(file)
         if rel is None:
             return super().write_file(file, text, provenance=provenance)
-        if rel == INDEX_NAME:
-            return self._mapped(self.team.write_index(text))
-        doc = frontmatter.parse(text)
-        check_team_type(doc.get("type"), TEAM_PREFIX + rel)
-        if doc.has_frontmatter:
-            text = frontmatter.update(text, {AUTHOR_FIELD: author(self.team_dir, self.env)})
-        check_no_secrets(text, f"team memory {rel}")
         return self._mapped(self.team.write_file(rel, text, provenance=provenance))
 
     def forget(self, file: str | PurePath) -> WriteResult:
