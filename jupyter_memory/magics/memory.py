@@ -565,18 +565,17 @@ def show_file(path: Path, label: str) -> None:
 
 
 def memory_table(memories: list[Any]) -> str:
-    """A fixed-width table: type, name, description, age, size, indexed, written by."""
+    """A fixed-width table: type, name, description, age, size, indexed, written by, scope."""
     from ..freshness import age_text
 
     if not memories:
         return "No memories yet. Save one with %%remember or ask the agent to remember something."
-    rows = [("type", "scope", "name", "description", "age", "bytes", "indexed", "by")]
+    rows = [("type", "name", "description", "age", "bytes", "indexed", "by", "scope")]
     for m in memories:
         desc = m.description or ""
-        rows.append((m.type or "-", getattr(m, "scope", "private"), m.name,
-                     desc if len(desc) <= 60 else desc[:59] + "…",
+        rows.append((m.type or "-", m.name, desc if len(desc) <= 60 else desc[:59] + "…",
                      age_text(m.age_days), str(m.bytes), "yes" if m.indexed else "NO",
-                     m.provenance or "?"))
+                     m.provenance or "?", getattr(m, "scope", "private")))
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
 
