@@ -388,3 +388,43 @@ def test_agent_writes_team_memory_through_its_tools(tmp_path: Path, fake_api,
     assert refused and "always private" in refused[0]["result"]
     first = fake_api.requests[0].body
     assert "# Team memory" in first["messages"][0]["content"][0]["text"]
+
+
+def test_extraction_agent_files_team_memories_by_the_scope_rules(tmp_path: Path, fake_api,
+                                                                 monkeypatch) -> None:
+    from test_extraction import Router
+
+    from jupyter_memory.agent import run_turn
+    from jupyter_memory.extraction import install
+    from jupyter_memory.session import AgentConfig, Session
+    from jupyter_memory.testing.fake_api import ToolCall, Turn
+
+    env = person(tmp_path, "ana")
+    for key in ("HOME", "CLAUDE_CONFIG_DIR", "JUPYTER_MEMORY_DIR", "USER", "GIT_AUTHOR_NAME"):
+        monkeypatch.setenv(key, env[key])
+    monkeypatch.delenv("JUPYTER_MEMORY_EXTRACTION", raising=False)
+    memdir = Path(env["JUPYTER_MEMORY_DIR"])
+    (memdir / "team").mkdir(parents=True)
+    session = Session(tmp_path, config=AgentConfig.from_env(max_retries=0, log_transcript=False))
+    hook = install(session)
+    router = Router(fake_api)
+    fy = ("---\nname: fiscal-year\ndescription: the fiscal year starts in April\n"
+          "type: project\n---\nQ1 is April to June.\n")
+    me = "---\nname: me\ndescription: ana is an analyst\ntype: user\n---\nAnalyst.\n"
+    router.main.append(Turn(text="Noted: the fiscal year starts in April."))
+    router.extract.extend([
+        Turn(tool_calls=[
+            ToolCall("Write", {"file_path": str(memdir / "team" / "project_fiscal_year.md"),
+                               "content": fy}),
+            ToolCall("Write", {"file_path": str(memdir / "team" / "user_me.md"), "content": me}),
+        ]),
+        Turn(text="Saved team/project_fiscal_year.md."),
+    ])
+    result = run_turn(session, "Our fiscal year starts in April. I'm an analyst.")
+    assert result.ok
+    assert hook.wait(30)
+    assert "Team memory: `" in json.dumps(router.extract_bodies[0])
+    saved = (memdir / "team" / "project_fiscal_year.md").read_text()
+    assert "author: ana" in saved and "origin: extraction" in saved
+    assert "(project_fiscal_year.md)" in (memdir / "team" / "MEMORY.md").read_text()
+    assert not (memdir / "team" / "user_me.md").exists()  # user memories stay private
