@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -175,8 +176,11 @@ class Agent(Magics):
         session = self._agent_sessions.get(name)
         if session is None or session.config != session.agent.config_for(self.agent_config()):
             definition = load_agent(main.project_root, name, env=main.env)
+            # Derived from the main session's id, so a replayed notebook (which restores
+            # that id from its recording) gives the agent the same id as when recorded.
+            agent_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{main.session_id}/agent/{name}"))
             session = definition.session(main.cwd, config=self.agent_config(), env=main.env,
-                                         notebook=main.notebook)
+                                         notebook=main.notebook, session_id=agent_id)
             self._agent_sessions[name] = session
         session.client_factory = main.client_factory
         return session
