@@ -236,14 +236,15 @@ def _table(memories: Sequence[Memory]) -> str:
     if not memories:
         return "(no memories)"
     width = min(max(len(m.file) for m in memories), 48)
+    scoped = any(m.scope != "private" for m in memories)  # a column once team memories exist
     lines = []
     for m in memories:
         mark = " " if m.indexed else "!"
         kind = (m.type or "-")[:10]
         description = m.description or m.name
+        scope = f"{m.scope:<7}  " if scoped else ""
         lines.append(
-            f"{mark} {m.file:<{width}}  {kind:<9}  {m.scope:<7}  {age_text(m.age_days):<12}  "
-            f"{description}"
+            f"{mark} {m.file:<{width}}  {kind:<9}  {scope}{age_text(m.age_days):<12}  {description}"
         )
     if any(not m.indexed for m in memories):
         lines.append("! = no line in MEMORY.md (run `jupyter-memory repair` to add them)")

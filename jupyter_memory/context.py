@@ -243,7 +243,8 @@ def _parts(
         text = prompts.index_block(state.memdir, state.index.text, state.index.warning)
         parts.append(Part("index", "MEMORY.md", text, estimate_tokens(text), {
             "lines": state.index.lines, "chars": state.index.chars,
-            "truncated_by": state.index.truncated_by, "scope": "private"}))
+            "truncated_by": state.index.truncated_by,
+            **({"scope": "private"} if _team_index_shown(state) else {})}))
     if _team_index_shown(state):
         assert state.team_index is not None and state.team_dir is not None
         text = prompts.team_index_block(state.team_dir, state.team_index.text,

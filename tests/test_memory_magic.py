@@ -139,7 +139,7 @@ def two(ip):
 def test_table_show_search(two, memdir):
     table = run(two, "%memory list").outputs[0].data["text/plain"]
     header = table.splitlines()[0].split()
-    assert header == ["type", "name", "description", "age", "bytes", "indexed", "by", "scope"]
+    assert header == ["type", "name", "description", "age", "bytes", "indexed", "by"]
     assert "revenue-in-cents" in table and "today" in table
     shown = run(two, "%memory show role").stdout
     assert "Senior analyst, fluent in SQL." in shown and str(memdir) in shown

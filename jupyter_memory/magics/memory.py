@@ -565,17 +565,21 @@ def show_file(path: Path, label: str) -> None:
 
 
 def memory_table(memories: list[Any]) -> str:
-    """A fixed-width table: type, name, description, age, size, indexed, written by, scope."""
+    """A fixed-width table: type, name, description, age, size, indexed, written by, and
+    the scope when any memory is a team one."""
     from ..freshness import age_text
 
     if not memories:
         return "No memories yet. Save one with %%remember or ask the agent to remember something."
-    rows = [("type", "name", "description", "age", "bytes", "indexed", "by", "scope")]
+    # The scope column appears once the project has team memories (SPEC §8).
+    scoped = any(getattr(m, "scope", "private") != "private" for m in memories)
+    rows = [("type", "name", "description", "age", "bytes", "indexed", "by")
+            + (("scope",) if scoped else ())]
     for m in memories:
         desc = m.description or ""
         rows.append((m.type or "-", m.name, desc if len(desc) <= 60 else desc[:59] + "…",
                      age_text(m.age_days), str(m.bytes), "yes" if m.indexed else "NO",
-                     m.provenance or "?", getattr(m, "scope", "private")))
+                     m.provenance or "?") + ((getattr(m, "scope", "private"),) if scoped else ()))
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
 
