@@ -182,6 +182,11 @@ class Session:
         """
         self._snapshot = None
         self._team_index = None
+        if self._team is None and self._location is not None:  # a team folder just made
+            from .team import find as find_team
+
+            self._team = find_team(self._location, self.env)
+            self._tool_context = None
 
     def context_pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
         """The instruction files and index of this session's ``messages[0]``."""

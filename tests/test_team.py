@@ -428,3 +428,31 @@ def test_extraction_agent_files_team_memories_by_the_scope_rules(tmp_path: Path,
     assert "author: ana" in saved and "origin: extraction" in saved
     assert "(project_fiscal_year.md)" in (memdir / "team" / "MEMORY.md").read_text()
     assert not (memdir / "team" / "user_me.md").exists()  # user memories stay private
+
+
+def test_doctor_and_repair_leave_team_memories_to_the_team_index(tmp_path: Path) -> None:
+    env = person(tmp_path, "ana")
+    add(env, "fiscal year", "the fiscal year starts in April")
+    add(env, "plots", "ana likes small plots", kind="feedback", scope="private")
+    code, out, _ = run("doctor", "--json", env=env)
+    assert code == 0 and json.loads(out)["errors"] == 0
+    assert not any("team/" in json.dumps(f) for f in json.loads(out)["findings"])
+    run("repair", env=env)
+    private_index = (Path(env["JUPYTER_MEMORY_DIR"]) / "MEMORY.md").read_text()
+    assert "team/" not in private_index and "(feedback_plots.md)" in private_index
+
+
+def test_a_team_folder_made_mid_session_joins_the_next_request(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    from jupyter_memory.session import AgentConfig, Session
+
+    env = person(tmp_path, "ana")
+    for key in ("HOME", "CLAUDE_CONFIG_DIR", "JUPYTER_MEMORY_DIR", "USER"):
+        monkeypatch.setenv(key, env[key])
+    session = Session(tmp_path, config=AgentConfig.from_env(log_transcript=False))
+    assert session.team_dir is None
+    session.store.create("fiscal year", "the fiscal year starts in April", "project", "x",
+                         scope="team")
+    session.refresh_context()
+    first = session.assemble().body["messages"][0]["content"][0]["text"]
+    assert "# Team memory" in first and "(project_fiscal_year.md)" in first
