@@ -182,11 +182,15 @@ class Session:
         """
         self._snapshot = None
         self._team_index = None
-        if self._team is None and self._location is not None:  # a team folder just made
+        if self._team is None and self._location is not None:  # a team folder just made?
             from .team import find as find_team
+            from .team import register
 
             self._team = find_team(self._location, self.env)
-            self._tool_context = None
+            if self._team is not None:
+                register(Path(self._location.memdir), Path(self._team.folder))
+                if self._tool_context is not None:  # keep what the agent has read
+                    self._tool_context.team_dir = Path(os.path.realpath(self._team.folder))
 
     def context_pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
         """The instruction files and index of this session's ``messages[0]``."""

@@ -7,7 +7,8 @@ A decision is a plain dict (it goes into the turn record as JSON)::
 
 ``decision`` is one of :data:`DECISIONS`; ``path`` names the recall path the decision is
 about: ``A`` the index line in every request, ``B`` relevance prefetch, ``C`` the agent's
-own tools. Extra keys (``sent_bytes``, ``truncated``, ``score``) appear where they apply.
+own tools. Extra keys (``sent_bytes``, ``truncated``, ``score``, and ``scope: "team"`` for a
+team memory) appear where they apply.
 In index mode no model is asked: :func:`explain_index` says which memories the index
 exposes, which pointer lines fall past its load limits, and which files are orphans.
 """
@@ -45,13 +46,15 @@ def decision(memory: Any, kind: str, reason: str, path: str, **extra: Any) -> di
         raise ValueError(f"unknown recall decision {kind!r}; use one of {', '.join(DECISIONS)}")
     if isinstance(memory, str):
         record: dict[str, Any] = {"file": memory, "decision": kind, "reason": reason,
-                                  "path": path, "age_days": None, "bytes": None,
-                                  "scope": scope_of(memory)}
+                                  "path": path, "age_days": None, "bytes": None}
+        scope = scope_of(memory)
     else:
         record = {"file": memory.file, "decision": kind, "reason": reason, "path": path,
                   "age_days": memory.age_days, "bytes": memory.bytes,
-                  "indexed": bool(memory.indexed),
-                  "scope": getattr(memory, "scope", scope_of(memory.file))}
+                  "indexed": bool(memory.indexed)}
+        scope = getattr(memory, "scope", scope_of(memory.file))
+    if scope != "private":  # a team memory says so (SPEC §8); private is the default
+        record["scope"] = scope
     record.update(extra)
     return record
 
