@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import cli
-from jupyter_memory.agent import run_turn
-from jupyter_memory.agents import find_agents, load_agent, parse_agent
+from jupyter_memory.agent.definitions import find_agents, load_agent, parse_agent
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig
+from jupyter_memory.cli import app as cli
 from jupyter_memory.errors import ConfigError
-from jupyter_memory.session import AgentConfig
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 REVIEWER = """\

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import cli, team
+from jupyter_memory.cli import app as cli
 from jupyter_memory.errors import ConfigError, SecretRefused
-from jupyter_memory.paths import locate
-from jupyter_memory.store import InvalidMemory
+from jupyter_memory.memdir import team
+from jupyter_memory.memdir.location import locate
+from jupyter_memory.memdir.store import InvalidMemory
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -286,8 +287,8 @@ def test_sync_without_a_repository_says_how_to_start(tmp_path: Path) -> None:
 _WRITER = """
 import sys
 from pathlib import Path
-from jupyter_memory.paths import locate
-from jupyter_memory.team import open_store
+from jupyter_memory.memdir.location import locate
+from jupyter_memory.memdir.team import open_store
 who, count = sys.argv[1], int(sys.argv[2])
 store = open_store(locate(Path(sys.argv[3])))
 for i in range(count):
@@ -321,9 +322,9 @@ def test_two_homes_write_one_team_folder_at_once(tmp_path: Path) -> None:
 
 def test_prefetch_attaches_team_memory_and_explains_its_scope(tmp_path: Path, fake_api,
                                                               monkeypatch) -> None:
-    from jupyter_memory.agent import run_turn
+    from jupyter_memory.agent.loop import run_turn
+    from jupyter_memory.agent.session import AgentConfig, Session
     from jupyter_memory.recall.model_selector import SELECTOR_TOOL_NAME
-    from jupyter_memory.session import AgentConfig, Session
     from jupyter_memory.testing.fake_api import ToolCall, Turn
 
     env = person(tmp_path, "ana")
@@ -360,8 +361,8 @@ def test_prefetch_attaches_team_memory_and_explains_its_scope(tmp_path: Path, fa
 
 def test_agent_writes_team_memory_through_its_tools(tmp_path: Path, fake_api,
                                                      monkeypatch) -> None:
-    from jupyter_memory.agent import run_turn
-    from jupyter_memory.session import AgentConfig, Session
+    from jupyter_memory.agent.loop import run_turn
+    from jupyter_memory.agent.session import AgentConfig, Session
     from jupyter_memory.testing.fake_api import ToolCall, Turn
 
     env = person(tmp_path, "ana")
@@ -394,9 +395,9 @@ def test_extraction_agent_files_team_memories_by_the_scope_rules(tmp_path: Path,
                                                                  monkeypatch) -> None:
     from test_extraction import Router
 
-    from jupyter_memory.agent import run_turn
-    from jupyter_memory.extraction import install
-    from jupyter_memory.session import AgentConfig, Session
+    from jupyter_memory.agent.extraction import install
+    from jupyter_memory.agent.loop import run_turn
+    from jupyter_memory.agent.session import AgentConfig, Session
     from jupyter_memory.testing.fake_api import ToolCall, Turn
 
     env = person(tmp_path, "ana")
@@ -444,7 +445,7 @@ def test_doctor_and_repair_leave_team_memories_to_the_team_index(tmp_path: Path)
 
 def test_a_team_folder_made_mid_session_joins_the_next_request(tmp_path: Path,
                                                                 monkeypatch) -> None:
-    from jupyter_memory.session import AgentConfig, Session
+    from jupyter_memory.agent.session import AgentConfig, Session
 
     env = person(tmp_path, "ana")
     for key in ("HOME", "CLAUDE_CONFIG_DIR", "JUPYTER_MEMORY_DIR", "USER"):

@@ -20,11 +20,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..freshness import age_text
-from ..index import INDEX_NAME, load_for_model, normalize_file, parse_index
-from ..team import TEAM_PREFIX, scope_of
-from .conversation import agent_files, budget_used, surfaced_files
-from .limits import SESSION_BUDGET_BYTES
+from jupyter_memory.memdir.freshness import age_text
+from jupyter_memory.memdir.index import INDEX_NAME, load_for_model, normalize_file, parse_index
+from jupyter_memory.memdir.team import TEAM_PREFIX, scope_of
+from jupyter_memory.recall.conversation import agent_files, budget_used, surfaced_files
+from jupyter_memory.recall.limits import SESSION_BUDGET_BYTES
 
 __all__ = [
     "DECISIONS",
@@ -61,8 +61,8 @@ def decision(memory: Any, kind: str, reason: str, path: str, **extra: Any) -> di
 
 def _scan_all(memdir: Path) -> list[Any]:
     """Private and team memories (SPEC §8), each with its scope."""
-    from ..team import scan_all
-    from .prefetch import scan_cache
+    from jupyter_memory.memdir.team import scan_all
+    from jupyter_memory.recall.prefetch import scan_cache
 
     return scan_all(memdir, limit=None, cache=scan_cache(memdir))
 
@@ -192,7 +192,7 @@ def explain(session: Any, prefetch: Any = None) -> list[dict[str, Any]]:
         return []
     if session.recall_mode != "prefetch":
         return explain_index(session)
-    from .prefetch import last_prefetch
+    from jupyter_memory.recall.prefetch import last_prefetch
 
     latest = last_prefetch(session)
     return list(latest.decisions) if latest is not None else explain_static(session)

@@ -23,7 +23,7 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from ..errors import (
+from jupyter_memory.errors import (
     ConfigError,
     InvalidPath,
     JupyterMemoryError,
@@ -33,9 +33,14 @@ from ..errors import (
     MemoryNotFound,
     SecretRefused,
 )
-from ..paths import MemoryLocation, locate
-from ..store import InvalidMemory, MemoryStore
-from .resolve import NotebookPathError, location_json, memdir_stamp, notebook_folder
+from jupyter_memory.memdir.location import MemoryLocation, locate
+from jupyter_memory.memdir.store import InvalidMemory, MemoryStore
+from jupyter_memory.server.resolve import (
+    NotebookPathError,
+    location_json,
+    memdir_stamp,
+    notebook_folder,
+)
 
 __all__ = ["NAMESPACE", "setup_handlers"]
 
@@ -102,7 +107,9 @@ class MemoryAPIHandler(APIHandler):
         """The notebook's project location and its store (blocking: call off the loop)."""
         folder = notebook_folder(self._root_dir(), self._notebook_path())
         location = locate(folder, os.environ)
-        from ..team import open_store  # private and team memories, each with its scope
+        from jupyter_memory.memdir.team import (
+            open_store,  # private and team memories, each with its scope
+        )
 
         return location, open_store(location, os.environ, provenance_default="user")
 
@@ -279,7 +286,7 @@ class DoctorHandler(MemoryAPIHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        from ..doctor import doctor
+        from jupyter_memory.memdir.doctor import doctor
 
         def work() -> dict[str, Any]:
             location, store = self._locate()
@@ -301,7 +308,7 @@ class IndexHandler(MemoryAPIHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        from ..index import load_for_model
+        from jupyter_memory.memdir.index import load_for_model
 
         def work() -> dict[str, Any]:
             _location, store = self._locate()
