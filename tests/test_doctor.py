@@ -30,8 +30,8 @@ def test_clean_memdir_has_no_findings(store: MemoryStore) -> None:
 
 
 def test_orphan_and_dangling(store: MemoryStore) -> None:
-    (store.memdir / "team").mkdir()
-    (store.memdir / "team" / "ghost.md").write_text(
+    (store.memdir / "notes").mkdir()
+    (store.memdir / "notes" / "ghost.md").write_text(
         "---\nname: ghost\ndescription: Written without an index line\ntype: user\n---\n"
     )
     store.index_path.write_text(
@@ -41,7 +41,7 @@ def test_orphan_and_dangling(store: MemoryStore) -> None:
     assert codes(findings) == [
         ("dangling_pointer", "../x.md"),
         ("dangling_pointer", "gone.md"),
-        ("orphan_file", "team/ghost.md"),
+        ("orphan_file", "notes/ghost.md"),
     ]
     assert all(f.fixable and f.severity == "warning" for f in findings)
     orphan = next(f for f in findings if f.code == "orphan_file")
@@ -49,19 +49,19 @@ def test_orphan_and_dangling(store: MemoryStore) -> None:
     assert orphan.to_json() == {
         "code": "orphan_file",
         "severity": "warning",
-        "file": "team/ghost.md",
+        "file": "notes/ghost.md",
         "message": orphan.message,
         "fixable": True,
     }
 
     report = repair(store)
     assert report.left == []
-    assert "added a pointer line for team/ghost.md" in report.fixed
-    entry = parse_index(store.read_index()).find("team/ghost.md")
+    assert "added a pointer line for notes/ghost.md" in report.fixed
+    entry = parse_index(store.read_index()).find("notes/ghost.md")
     assert entry is not None
     assert (entry.title, entry.hook) == ("ghost", "Written without an index line")
     assert parse_index(store.read_index()).find("gone.md") is None
-    assert (store.memdir / "team" / "ghost.md").exists()
+    assert (store.memdir / "notes" / "ghost.md").exists()
     assert doctor(store) == []
 
 

@@ -198,7 +198,7 @@ def test_doctor_repair_path_mode_on_off_why(two, memdir):
 def test_unknown_subcommand_and_bad_arguments(ip):
     assert "unknown subcommand" in run(ip, "%memory frobnicate").stdout
     assert "could not read the arguments" in run(ip, "%memory show 'unclosed").stdout
-    assert "unknown scope" in run(ip, "%memory list --scope team").stdout
+    assert "unknown scope" in run(ip, "%memory list --scope everyone").stdout
 
 
 def test_export_import_round_trip_through_the_magic(two, memdir, tmp_path, monkeypatch):

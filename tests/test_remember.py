@@ -153,8 +153,10 @@ def test_scope_dirs(tmp_path: Path):
     for bad in ("../x", "a/b", "", ".hidden"):
         with pytest.raises(ConfigError):
             scope_dir("user", memdir=mem, project_root=root, agent=bad, env=env)
+    assert scope_dir("team", memdir=mem, project_root=root) == mem / "team"  # SPEC §8
+    assert scope_dir("private", memdir=mem, project_root=root) == mem
     with pytest.raises(ConfigError):
-        scope_dir("team", memdir=mem, project_root=root)
+        scope_dir("everyone", memdir=mem, project_root=root)
 
 
 @pytest.fixture

@@ -40,13 +40,15 @@ FILES = {
         "---\nname: 数据库\ndescription: 仓库表在 warehouse 库里，收入以分为单位\ntype: reference\n"
         "---\n连接串在团队文档里。\n"
     ),
-    "team/MEMORY.md": "---\nname: nested index\ndescription: only the top-level index is special\n---\n",
+    "notes/MEMORY.md": "---\nname: nested index\ndescription: only the top-level index is special\n---\n",
 }
 IGNORED = {
     ".hidden.md": "---\nname: hidden\n---\n",
     ".pending/draft.md": "---\nname: draft\n---\n",
     "notes.txt": "not markdown\n",
     "MEMORY.md": "- [Revenue](project_revenue_in_cents.md) — cents\n- [DB](team/db.md) — where\n",
+    # the team folder's own index (SPEC §8) is an index too, never a memory
+    "team/MEMORY.md": "- [DB](db.md) — where\n",
 }
 
 
@@ -94,7 +96,7 @@ def test_every_shape_is_listed(memdir: Path) -> None:
     assert (sub.name, sub.type) == ("数据库", "reference")
     assert sub.path == memdir / "team" / "db.md"
     assert sub.bytes == len(FILES["team/db.md"].encode("utf-8"))
-    assert memories["team/MEMORY.md"].name == "nested index"
+    assert memories["notes/MEMORY.md"].name == "nested index"
 
 
 def test_newest_first_and_limit(memdir: Path) -> None:

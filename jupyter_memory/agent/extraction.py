@@ -216,9 +216,13 @@ class RecordingStore(MemoryStore):
 
 def extraction_prompt(
     new_messages: int, existing: str, memdir: str, today: str, *, maintain_index: bool,
-    max_calls: int = MAX_CALLS,
+    max_calls: int = MAX_CALLS, team: bool = False,
 ) -> str:
-    """The instruction appended to the forked conversation (our own words)."""
+    """The instruction appended to the forked conversation (our own words).
+
+    With ``team`` the nested team folder is writable too, and the scope rules say which
+    memories go there (SPEC §8).
+    """
     index_step = (
         "The index MEMORY.md follows topic files with frontmatter automatically; do not "
         "edit it." if maintain_index else
@@ -256,7 +260,29 @@ You may use Read, Grep and Glob, and Write and Edit inside `{memdir}` only; noth
 else, and nothing can be deleted. You have at most {max_calls} model calls: read what you \
 need in one response (several calls at once), then write in the next. If nothing is \
 worth saving, answer "Nothing to save." without calling a tool. Otherwise finish with one \
-short line naming the files you saved."""
+short line naming the files you saved.""" + (_TEAM_STEP.format(memdir=memdir) if team else "")
+
+
+_TEAM_STEP = """
+
+Team memory: `{memdir}/team/` is shared with everyone on the project. Choose the scope of \
+each memory you save: a **user** memory is always private (never in `team/`); a \
+**feedback** memory goes to `team/` only when it states a convention for the whole project \
+("never mock the warehouse in tests"), and stays private when it is this person's taste \
+("likes short answers"); **project** and **reference** memories usually go to `team/`. The \
+team index `team/MEMORY.md` is kept for you: do not edit it. Nothing secret or personal \
+goes into `team/`."""
+
+
+def _nested_team(session: Any, memdir: Path) -> Any:
+    """The team folder's store when it is ``<memdir>/team`` (the only team folder the
+    sandboxed extraction agent can reach), else None."""
+    team_dir = getattr(session, "team_dir", None)
+    team_store = getattr(session.store, "team", None)
+    if team_dir is None or team_store is None:
+        return None
+    same = os.path.realpath(team_dir) == os.path.realpath(memdir / "team")
+    return team_store if same else None
 
 
 # ----------------------------------------------------------------------------- runs and undo
@@ -608,9 +634,11 @@ class ExtractionHook:
             run.tools_offered = [t["name"] for t in offered]
             run_tool = self._tool_runner(registry, ctx, memdir, work if approval else None)
             new = self._since_cursor(request.messages)
+            team_store = _nested_team(session, memdir) if area is None else None
             prompt = extraction_prompt(
                 len(new), manifest(scan(memdir)), str(memdir), session.today(),
-                maintain_index=session.config.maintain_index, max_calls=self.max_calls)
+                maintain_index=session.config.maintain_index, max_calls=self.max_calls,
+                team=team_store is not None)
             first = {"role": "user", "content": [{"type": "text", "text": prompt}]}
 
             def body_for(fork: list[dict[str, Any]]) -> dict[str, Any]:
@@ -635,6 +663,10 @@ class ExtractionHook:
                 run.created = [i.file for i in items if i.is_new]
                 run.status = "pending" if items else "nothing"
             else:
+                if team_store is not None:  # the team's rules and index (SPEC §8)
+                    shared = [f[len("team/"):] for f in written
+                              if f.startswith("team/") and (memdir / f).exists()]
+                    team_store.settle(shared)  # a user memory is taken back out of team/
                 run.after = store.after()
                 run.files = [f for f in written if run.after.get(f) is not None]
                 run.created = [f for f in run.files if store.before[f] is None]

@@ -50,8 +50,9 @@ __all__ = [
     "scope_store",
 ]
 
-SCOPES = ("memdir", "user", "project", "local")
-"""Where ``%%remember`` writes: the project's memdir, or an agent's own memory (SPEC §8)."""
+SCOPES = ("memdir", "private", "team", "user", "project", "local")
+"""Where ``%%remember`` writes: the project's memdir (``private`` is another name for it),
+the team folder, or an agent's own memory (SPEC §8)."""
 
 DEFAULT_AGENT = "jupyter-memory"
 """The agent name used for agent-scoped memory when ``--agent`` is not given."""
@@ -79,8 +80,12 @@ def scope_dir(
     """
     if scope not in SCOPES:
         raise ConfigError(f"Unknown scope {scope!r}; use one of {', '.join(SCOPES)}.")
-    if scope == "memdir":
+    if scope in ("memdir", "private"):
         return Path(memdir)
+    if scope == "team":
+        from jupyter_memory.memdir.team import folder_of
+
+        return folder_of(Path(memdir))
     if not isinstance(agent, str) or not _AGENT_NAME.fullmatch(agent) or ".." in agent:
         raise ConfigError(
             f"The agent name {agent!r} cannot name a folder: use letters, digits, '-', '_' "
@@ -104,8 +109,14 @@ def scope_store(session: Any, scope: str = "memdir", agent: str = DEFAULT_AGENT)
             f"Memory is off for this project ({session.location.enabled_reason}){follows}. "
             "Switch it on for this session with %memory on."
         )
-    if scope == "memdir":
+    if scope in ("memdir", "private"):
         return session.store
+    if scope == "team":
+        team = getattr(session.store, "team", None)
+        if team is None:
+            raise ConfigError("This session has no team folder; team memory needs the "
+                              "project's memory store (see docs/team.md).")
+        return team
     folder = scope_dir(scope, memdir=session.memdir, project_root=session.project_root,
                        agent=agent, env=session.env)
     return MemoryStore(folder, session_id=session.session_id, maintain_index=True)
@@ -671,6 +682,11 @@ def remember_with_agent(
             changes = {k: v for k, v in enforce.items() if doc.get(k) != v}
             if changes:
                 store.update(file, provenance="user", **changes)
+    settle = getattr(store, "settle", None)  # the team folder's rules (SPEC §8)
+    if settle is not None:
+        out.notes += settle(files)
+        files = [f for f in files if (folder / f).exists()]
+        out.files, out.created = files, [f for f in created if f in files]
     if run.stopped:
         out.notes.append(f"The agent used all {max_calls} model calls before it finished.")
     out.dates = _dates_in(store, files, day)

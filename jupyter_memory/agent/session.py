@@ -127,6 +127,8 @@ class Session:
         self._registry: Any = None
         self._tool_context: Any = None
         self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
+        self._team: Any = None
+        self._team_index: IndexPart | None = None
         self.log: Any = None
         if self.config.log_transcript:
             from jupyter_memory.transcript.mirror import SessionLog
@@ -147,9 +149,15 @@ class Session:
         """Re-locate the memdir and re-read instruction files (session start, compaction)."""
         from jupyter_memory.context.instructions import load_instructions
         from jupyter_memory.memdir.location import locate
+        from jupyter_memory.memdir.team import find as find_team
 
         self._ask_trust()
         self._location = locate(self.cwd, self.env)
+        self._team = find_team(self._location, self.env)
+        if self._team is not None:
+            from jupyter_memory.memdir.team import register
+
+            register(Path(self._location.memdir), Path(self._team.folder))
         self._store = None
         self._instructions = load_instructions(
             self.cwd,
@@ -202,6 +210,7 @@ class Session:
         """Forget the tool context and context snapshot (settings or memory on/off changed)."""
         self._tool_context = None
         self._snapshot = None
+        self._team_index = None
 
     def refresh_context(self) -> None:
         """Re-read the index and instruction files before the next request.
@@ -212,6 +221,16 @@ class Session:
         through the front ends (``%%remember``, ``%memory forget``) call this.
         """
         self._snapshot = None
+        self._team_index = None
+        if self._team is None and self._location is not None:  # a team folder just made?
+            from jupyter_memory.memdir.team import find as find_team
+            from jupyter_memory.memdir.team import register
+
+            self._team = find_team(self._location, self.env)
+            if self._team is not None:
+                register(Path(self._location.memdir), Path(self._team.folder))
+                if self._tool_context is not None:  # keep what the agent has read
+                    self._tool_context.team_dir = Path(os.path.realpath(self._team.folder))
 
     def context_pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
         """The instruction files and index of this session's ``messages[0]``."""
@@ -247,14 +266,36 @@ class Session:
         if not self.memory_enabled:
             return None
         if self._store is None:
-            from jupyter_memory.memdir.store import MemoryStore
+            from jupyter_memory.memdir.team import open_store
 
-            self._store = MemoryStore(
-                Path(self._location.memdir),
+            self._store = open_store(
+                self._location,
+                self.env,
                 session_id=self.session_id,
                 maintain_index=self.config.maintain_index,
             )
         return self._store
+
+    @property
+    def team_dir(self) -> Path | None:
+        """The team folder (SPEC §8) when team mode is on and memory is enabled."""
+        if self.memdir is None or self._team is None:
+            return None
+        return Path(self._team.folder)
+
+    def team_index_part(self) -> IndexPart | None:
+        """The team ``MEMORY.md`` as the model receives it, read once like the private one."""
+        folder = self.team_dir
+        if folder is None:
+            return None
+        if self._team_index is None:
+            from jupyter_memory.memdir.team import load_index
+
+            loaded = load_index(folder)
+            cut = "+".join(loaded.limits_hit) if loaded.limits_hit else None
+            self._team_index = IndexPart(loaded.text, loaded.line_count, loaded.char_count, cut,
+                                         loaded.warning)
+        return self._team_index
 
     @property
     def instructions(self) -> Any:
@@ -318,6 +359,7 @@ class Session:
                 project_root=self.project_root,
                 memdir=self.memdir,
                 store=self.store,
+                team_dir=self.team_dir,
                 instructions=self._instructions,
                 permission=PermissionPolicy(mode=self.config.permission_mode),
             )
@@ -354,6 +396,8 @@ class Session:
             index=index if self.recall_mode == "index" else None,
             today=self.today(),
             maintain_index=self.config.maintain_index,
+            team_dir=None if self.team_dir is None else str(self.team_dir),
+            team_index=self.team_index_part() if self.recall_mode == "index" else None,
         )
 
     def assemble(self, messages: list[dict[str, Any]] | None = None) -> AssembledRequest:

@@ -106,7 +106,10 @@ class Context:
 
     @cached_property
     def store(self) -> MemoryStore:
-        return MemoryStore.for_project(self.project, self.env)
+        from jupyter_memory.memdir.location import locate
+        from jupyter_memory.memdir.team import open_store
+
+        return open_store(locate(self.project, self.env), self.env)
 
     def out(self, text: str = "") -> None:
         self.stdout.write(text + "\n")
@@ -252,13 +255,15 @@ def _table(memories: Sequence[Memory]) -> str:
     if not memories:
         return "(no memories)"
     width = min(max(len(m.file) for m in memories), 48)
+    scoped = any(m.scope != "private" for m in memories)  # a column once team memories exist
     lines = []
     for m in memories:
         mark = " " if m.indexed else "!"
         kind = (m.type or "-")[:10]
         description = m.description or m.name
+        scope = f"{m.scope:<7}  " if scoped else ""
         lines.append(
-            f"{mark} {m.file:<{width}}  {kind:<9}  {age_text(m.age_days):<12}  {description}"
+            f"{mark} {m.file:<{width}}  {kind:<9}  {scope}{age_text(m.age_days):<12}  {description}"
         )
     if any(not m.indexed for m in memories):
         lines.append("! = no line in MEMORY.md (run `jupyter-memory repair` to add them)")
@@ -330,6 +335,8 @@ def _show(ctx: Context) -> int:
     arg("--file", help="file name in the memdir (default: <type>_<name>.md)"),
     arg("--hook", help="index line text (default: the description)"),
     arg("--update", action="store_true", help="update the memory if the file already exists"),
+    arg("--scope", choices=("private", "team"), default="private",
+        help="private (your memdir, the default) or team (the shared team folder)"),
 )
 def _add(ctx: Context) -> int:
     body = ctx.args.body
@@ -349,9 +356,10 @@ def _add(ctx: Context) -> int:
         hook=ctx.args.hook,
         provenance="user",
         exist_ok=ctx.args.update,
+        scope=ctx.args.scope,
     )
     verb = "Saved" if result.created else "Updated"
-    ctx.emit(result.to_json(), f"{verb} {store.memdir / result.file}")
+    ctx.emit(result.to_json(), f"{verb} {store.resolve(result.file)}")
     _print_messages(ctx, result.messages)
     location = store.location
     if location is not None and not location.enabled:
@@ -495,6 +503,8 @@ def _index(ctx: Context) -> int:
     arg("--count", action="store_true",
         help="ask the endpoint's count-tokens API for the exact size (needs a model)"),
     arg("--brief", action="store_true", help="only the totals and the categories, no detail"),
+    arg("--agent", metavar="NAME",
+        help="the request of the agent defined in .claude/agents/NAME.md"),
 )
 def _context(ctx: Context) -> int:
     from jupyter_memory.agent.session import AgentConfig, Session
@@ -507,6 +517,11 @@ def _context(ctx: Context) -> int:
         overrides["recall_mode"] = ctx.args.mode
     config = AgentConfig.from_env(ctx.env, log_transcript=False, **overrides)
     session = Session(ctx.project or Path.cwd(), config=config, env=ctx.env)
+    if ctx.args.agent:
+        from jupyter_memory.agent.definitions import load_agent
+
+        session = load_agent(session.project_root, ctx.args.agent, env=ctx.env).session(
+            ctx.project or Path.cwd(), config=config, env=ctx.env)
     assembled = session.assemble()
     if ctx.args.raw:
         ctx.out(json.dumps(assembled.body, ensure_ascii=False, indent=2))
@@ -549,11 +564,13 @@ def _trust(ctx: Context) -> int:
 
 def _register_session_commands() -> None:
     """``transcript`` and ``bundle`` live beside the session code they drive."""
+    from jupyter_memory.cli.team import register_team_command
     from jupyter_memory.sessions.bundle import register_bundle_command
     from jupyter_memory.sessions.resume import register_transcript_command
 
     register_transcript_command(command, arg)
     register_bundle_command(command, arg)
+    register_team_command(command, arg)
 
 
 _register_session_commands()

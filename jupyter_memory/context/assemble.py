@@ -63,6 +63,13 @@ class RequestState:
     today: str = ""
     maintain_index: bool = True
     cache: bool = True
+    #: The team folder and its index (SPEC §8); None when the project has no team folder.
+    team_dir: str | None = None
+    team_index: IndexPart | None = None
+    #: A defined agent's own prompt (``.claude/agents/NAME.md``): it replaces the identity,
+    #: and the agent's memory index moves into the system prompt (SPEC §8).
+    agent_prompt: str | None = None
+    agent_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,24 +104,51 @@ def context_message_text(state: RequestState) -> str:
     """The body of ``messages[0]``: instructions, the index (index mode) and the date."""
     sections = [prompts.CONTEXT_PREAMBLE]
     sections.extend(part.text for part in state.instructions)
-    if state.memdir is not None and state.recall_mode == "index" and state.index is not None:
+    if _index_in_messages(state):
         sections.append(prompts.index_block(state.memdir, state.index.text, state.index.warning))
+    if _team_index_shown(state):
+        assert state.team_index is not None and state.team_dir is not None
+        sections.append(prompts.team_index_block(
+            state.team_dir, state.team_index.text, state.team_index.warning))
     if state.today:
         sections.append(prompts.date_block(state.today))
     return prompts.system_reminder("\n\n".join(sections))
 
 
+def _index_in_messages(state: RequestState) -> bool:
+    return (state.memdir is not None and state.recall_mode == "index"
+            and state.index is not None and state.agent_prompt is None)
+
+
+def _agent_index_text(state: RequestState) -> str | None:
+    """A defined agent's memory index, which sits in its system prompt."""
+    if state.agent_prompt is None or state.memdir is None or state.index is None:
+        return None
+    return prompts.agent_index_block(state.memdir, state.index.text, state.index.warning)
+
+
+def _session_text(state: RequestState) -> str:
+    return prompts.session_system_prompt(
+        state.environment,
+        memdir=state.memdir,
+        mode=state.recall_mode,
+        maintain_index=state.maintain_index,
+        team_dir=state.team_dir,
+    )
+
+
+def _team_index_shown(state: RequestState) -> bool:
+    return (state.memdir is not None and state.recall_mode == "index"
+            and state.team_dir is not None and state.team_index is not None)
+
+
 def _system_blocks(state: RequestState) -> list[dict[str, Any]]:
-    static = {"type": "text", "text": prompts.static_system_prompt()}
-    session = {
-        "type": "text",
-        "text": prompts.session_system_prompt(
-            state.environment,
-            memdir=state.memdir,
-            mode=state.recall_mode,
-            maintain_index=state.maintain_index,
-        ),
-    }
+    identity = (prompts.static_system_prompt() if state.agent_prompt is None
+                else prompts.agent_system_prompt(state.agent_name or "agent", state.agent_prompt))
+    static = {"type": "text", "text": identity}
+    agent_index = _agent_index_text(state)
+    text = _session_text(state)
+    session = {"type": "text", "text": text if agent_index is None else f"{text}\n\n{agent_index}"}
     if state.cache:
         static["cache_control"] = dict(CACHE)
         session["cache_control"] = dict(CACHE)
@@ -190,8 +224,8 @@ def _parts(
     parts = [
         Part("system", "system prompt: identity and tool guidance", system[0]["text"],
              estimate_tokens(system[0]["text"])),
-        Part("system", "system prompt: environment and memory rules", system[1]["text"],
-             estimate_tokens(system[1]["text"])),
+        Part("system", "system prompt: environment and memory rules", _session_text(state),
+             estimate_tokens(_session_text(state))),
     ]
     for tool in tools:
         parts.append(Part("tools", str(tool.get("name", "?")), json.dumps(tool, ensure_ascii=False),
@@ -199,11 +233,26 @@ def _parts(
     for inst in state.instructions:
         parts.append(Part("instructions", inst.path, inst.text, estimate_tokens(inst.text),
                           {"scope": inst.scope}))
-    if state.memdir is not None and state.recall_mode == "index" and state.index is not None:
+    agent_index = _agent_index_text(state)
+    if agent_index is not None and state.index is not None:
+        parts.append(Part("index", f"agent {state.agent_name}: MEMORY.md", agent_index,
+                          estimate_tokens(agent_index), {
+                              "lines": state.index.lines, "chars": state.index.chars,
+                              "truncated_by": state.index.truncated_by, "scope": "agent"}))
+    if _index_in_messages(state):
+        assert state.memdir is not None and state.index is not None
         text = prompts.index_block(state.memdir, state.index.text, state.index.warning)
         parts.append(Part("index", "MEMORY.md", text, estimate_tokens(text), {
             "lines": state.index.lines, "chars": state.index.chars,
-            "truncated_by": state.index.truncated_by}))
+            "truncated_by": state.index.truncated_by,
+            **({"scope": "private"} if _team_index_shown(state) else {})}))
+    if _team_index_shown(state):
+        assert state.team_index is not None and state.team_dir is not None
+        text = prompts.team_index_block(state.team_dir, state.team_index.text,
+                                        state.team_index.warning)
+        parts.append(Part("index", "team/MEMORY.md", text, estimate_tokens(text), {
+            "lines": state.team_index.lines, "chars": state.team_index.chars,
+            "truncated_by": state.team_index.truncated_by, "scope": "team"}))
     frame = prompts.system_reminder(
         prompts.CONTEXT_PREAMBLE + ("\n\n" + prompts.date_block(state.today) if state.today else "")
     )

@@ -121,6 +121,29 @@ that request: do not read it and do not mention what it holds.
 durable fact of the kinds above; say in your answer what you saved."""
 
 
+MEMORY_SCOPES = """\
+# Team memory
+
+Besides your private memory there is a team memory in `{team_dir}`, shared with everyone \
+who works on this project (through git). Each memory lives in exactly one of the two, and \
+you choose where when you save it:
+
+- **user** memories are always private: they describe one person, and a teammate must not \
+read them as a description of themselves. The team folder refuses them.
+- **feedback** is private when it is a personal preference ("I like short answers") and \
+team when it states a convention for the whole project ("never mock the database in \
+tests"). If unsure, keep it private.
+- **project** and **reference** memories usually belong to the team: a definition, a \
+decision or the place a dashboard lives is as true for your colleagues as for this person. \
+Keep one private only when it concerns this person's own work.
+
+To save to the team, write the topic file inside `{team_dir}`; its own `MEMORY.md` is the \
+team index, kept in step by the store and rebuilt whenever the team syncs. Everything in \
+the team folder is read by every teammate and sent to their models, so a leaked secret \
+there does the most harm: never put credentials, personal details or anything a colleague \
+should not read in a team memory. Team memories name their author; do not remove it."""
+
+
 @dataclass(frozen=True)
 class Environment:
     """Facts about where the agent runs; fixed for a session."""
@@ -132,8 +155,14 @@ class Environment:
     model: str
 
 
-def memory_rules(memdir: str, *, mode: str, maintain_index: bool = True) -> str:
-    """The memory section of the system prompt for recall ``mode`` (index or prefetch)."""
+def memory_rules(
+    memdir: str, *, mode: str, maintain_index: bool = True, team_dir: str | None = None
+) -> str:
+    """The memory section of the system prompt for recall ``mode`` (index or prefetch).
+
+    With a ``team_dir`` the rules also say how to choose between the private and the
+    team scope (SPEC §8).
+    """
     how = MEMORY_HOW_TO_SAVE_INDEXED if mode == "index" else MEMORY_HOW_TO_SAVE_PREFETCH
     where = (
         "# Memory\n\n"
@@ -159,7 +188,10 @@ def memory_rules(memdir: str, *, mode: str, maintain_index: bool = True) -> str:
             "when a file has frontmatter; you may still edit the index to group or reword "
             "entries."
         )
-    return "\n\n".join([where, recall, MEMORY_TYPES_TEXT, how, MEMORY_NOT_SAVED, MEMORY_WHEN_TO_LOOK])
+    sections = [where, recall, MEMORY_TYPES_TEXT, how, MEMORY_NOT_SAVED, MEMORY_WHEN_TO_LOOK]
+    if team_dir is not None:
+        sections.append(MEMORY_SCOPES.format(team_dir=team_dir))
+    return "\n\n".join(sections)
 
 
 def static_system_prompt() -> str:
@@ -168,7 +200,12 @@ def static_system_prompt() -> str:
 
 
 def session_system_prompt(
-    env: Environment, *, memdir: str | None, mode: str, maintain_index: bool = True
+    env: Environment,
+    *,
+    memdir: str | None,
+    mode: str,
+    maintain_index: bool = True,
+    team_dir: str | None = None,
 ) -> str:
     """Environment and memory rules: fixed for a session, so it caches after turn one."""
     lines = [
@@ -182,7 +219,8 @@ def session_system_prompt(
     ]
     parts = ["\n".join(lines)]
     if memdir is not None:
-        parts.append(memory_rules(memdir, mode=mode, maintain_index=maintain_index))
+        parts.append(memory_rules(memdir, mode=mode, maintain_index=maintain_index,
+                                  team_dir=team_dir))
     else:
         parts.append(
             "# Memory\n\nLong-term memory is switched off for this project. Do not read or "
@@ -218,6 +256,35 @@ def index_block(memdir: str, index_text: str, warning: str | None) -> str:
     """How ``MEMORY.md`` reaches the model in index mode."""
     body = index_text.strip() or "(the index is empty: no memories saved yet)"
     head = f"Contents of {memdir}/MEMORY.md (your memory index; read topic files on demand):"
+    text = f"{head}\n\n{body}"
+    if warning and warning not in body:
+        text += f"\n\n{warning}"
+    return text
+
+
+def agent_system_prompt(name: str, prompt: str) -> str:
+    """The identity of a defined agent (``.claude/agents/NAME.md``): its own words first."""
+    head = (f"You are the agent \"{name}\", running inside a Jupyter kernel through "
+            "jupyter-memory. Your instructions, written by the person who defined you:")
+    return f"{head}\n\n{prompt.strip()}\n\n{TOOL_GUIDANCE}"
+
+
+def agent_index_block(memdir: str, index_text: str, warning: str | None) -> str:
+    """A defined agent's memory index, placed in its system prompt (SPEC §8)."""
+    body = index_text.strip() or "(your agent memory is empty: nothing saved yet)"
+    head = (f"# Your agent memory index\n\nContents of {memdir}/MEMORY.md (this memory belongs "
+            "to you as this agent, across sessions; read topic files on demand):")
+    text = f"{head}\n\n{body}"
+    if warning and warning not in body:
+        text += f"\n\n{warning}"
+    return text
+
+
+def team_index_block(team_dir: str, index_text: str, warning: str | None) -> str:
+    """How the team's ``MEMORY.md`` reaches the model: its own heading, after the private one."""
+    body = index_text.strip() or "(the team index is empty: no team memories yet)"
+    head = (f"# Team memory\n\nContents of {team_dir}/MEMORY.md (the index of memories shared "
+            "with the whole team; read topic files on demand):")
     text = f"{head}\n\n{body}"
     if warning and warning not in body:
         text += f"\n\n{warning}"

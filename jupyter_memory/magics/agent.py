@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,7 @@ class Agent(Magics):
         super().__init__(**kwargs)
         self._resume_checked: Any = None
         self._env_replay_done = False
+        self._agent_sessions: dict[str, Any] = {}
 
     @default("model")
     def _default_model(self) -> str:
@@ -167,7 +169,30 @@ class Agent(Magics):
             session = session_for(self.shell, self.agent_config())
         return session
 
+    def agent_session(self, name: str) -> Any:
+        """The session of the agent defined in ``.claude/agents/NAME.md`` (one per kernel).
+
+        It shares the main session's folder and model client (so record and replay cover
+        it too) but has its own prompt, tools, conversation and memory (SPEC §8).
+        """
+        from jupyter_memory.agent.definitions import load_agent
+
+        main = self.session()
+        session = self._agent_sessions.get(name)
+        if session is None or session.config != session.agent.config_for(self.agent_config()):
+            definition = load_agent(main.project_root, name, env=main.env)
+            # Derived from the main session's id, so a replayed notebook (which restores
+            # that id from its recording) gives the agent the same id as when recorded.
+            agent_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{main.session_id}/agent/{name}"))
+            session = definition.session(main.cwd, config=self.agent_config(), env=main.env,
+                                         notebook=main.notebook, session_id=agent_id)
+            self._agent_sessions[name] = session
+        session.client_factory = main.client_factory
+        return session
+
     @magic_arguments()
+    @argument("--agent", metavar="NAME",
+              help="Run as the agent defined in .claude/agents/NAME.md, with its own memory.")
     @argument("prompt", nargs="*", help="What to ask (line form); the cell body otherwise.")
     @line_cell_magic
     def agent(self, line: str = "", cell: str | None = None) -> None:
@@ -193,10 +218,27 @@ class Agent(Magics):
             %agent status              # session, conversation, log, recording
             %agent -- resume my work   # a prompt that starts with a subcommand's name
 
+        Defined agents (``.claude/agents/NAME.md``, the reference's format)::
+
+            %%agent --agent data-reviewer
+            Review the join in the cell above.
+
         After a kernel restart the first agent turn resumes from the saved notebook by
         itself (``%config Agent.auto_resume = False`` to start fresh instead).
         """
-        if cell is None:
+        agent_name = None
+        words = line.split(None, 2)
+        if words and (words[0] == "--agent" or words[0].startswith("--agent=")):
+            if words[0] == "--agent":
+                agent_name = words[1] if len(words) > 1 else ""
+                line = words[2] if len(words) > 2 else ""
+            else:
+                agent_name = words[0].split("=", 1)[1]
+                line = line.split(None, 1)[1] if len(words) > 1 else ""
+            if not agent_name:
+                print("%agent --agent needs the name of an agent in .claude/agents/.")
+                return
+        if cell is None and agent_name is None:
             sub = parse_subcommand(line)
             if sub is not None:
                 self._subcommand(*sub)
@@ -210,8 +252,15 @@ class Agent(Magics):
             print("Write a message for the agent: %agent QUESTION, or %%agent with the "
                   "message in the cell body.")
             return
-        session = self.session()
-        self._maybe_auto_resume(session, line, cell)
+        if agent_name is not None:
+            try:
+                session = self.agent_session(agent_name)
+            except JupyterMemoryError as exc:
+                print(f"jupyter-memory: {exc}")
+                return
+        else:
+            session = self.session()
+            self._maybe_auto_resume(session, line, cell)
         try:
             client = session.make_client()
         except NoModelConfigured as exc:
@@ -482,3 +531,4 @@ class _StreamView:
     def close(self) -> None:
         if self.handle is not None:
             self.handle.update({"text/plain": ""}, raw=True)
+

@@ -27,7 +27,7 @@ from jupyter_memory.memdir.record import MEMORY_TYPES
 
 SUBCOMMANDS = (
     "list", "show", "edit", "forget", "search", "doctor", "repair", "mode", "on", "off",
-    "path", "export", "import", "why", "undo", "pending", "extraction", "trust",
+    "path", "export", "import", "why", "undo", "pending", "extraction", "trust", "team",
 )
 OPEN_MIME = "application/vnd.jupyter-memory.open+json"
 """Asks the JupyterLab extension to open a file; other front ends show the path."""
@@ -112,11 +112,12 @@ class MemoryMagics(Magics):
             %memory pending [show|accept|discard|edit ID|all] [-f]   # approval mode
             %memory extraction [on|off|every N|approval on|off|reset] # background saving
             %memory trust [PATH] | --list | --revoke [PATH]  # let a folder's hooks run
+            %memory team [path|status|sync|clone URL]  # share team memory through git
 
         ``--json`` gives machine-readable output for list, show, search, doctor, why,
-        path, pending and extraction. ``--scope user|project|local --agent NAME`` works on
-        an agent's own memory instead of the project's (list, show, edit, search, forget,
-        doctor, path, export, import).
+        path, pending, extraction and team. ``--scope team`` works on the team folder only;
+        ``--scope user|project|local --agent NAME`` works on an agent's own memory instead
+        of the project's (list, show, edit, search, forget, doctor, path, export, import).
         """
         try:
             args = _Args(line)
@@ -157,6 +158,41 @@ class MemoryMagics(Magics):
         return hook
 
     # ------------------------------------------------------------------ browsing
+
+    def _memory_team(self, args: _Args) -> None:
+        """``%memory team [path|status|sync|clone URL]``: the team folder and its git sync."""
+        from jupyter_memory.memdir.team import clone, status, sync
+
+        session = self._session()
+        store = session.store
+        if store is None or getattr(store, "team_dir", None) is None:
+            raise JupyterMemoryError("memory is off for this project, so there is no team "
+                                     "folder; switch it on with %memory on.")
+        folder = store.team_dir
+        action = args.rest[0] if args.rest else "status"
+        if action == "path":
+            where = store.team_location
+            data = where.to_json() if where is not None else {"folder": str(folder)}
+            _print_json(data) if args.json else print(
+                f"{folder}\nchosen by: {data.get('source_reason', 'the memdir')}")
+            return
+        if action == "clone":
+            if len(args.rest) != 2:
+                raise JupyterMemoryError("give the address of the team's repository: "
+                                         "%memory team clone URL")
+            print(clone(args.rest[1], folder))
+        elif action == "status":
+            state = status(folder)
+            _print_json(state.to_json()) if args.json else print(state.text())
+            return
+        elif action == "sync":
+            report = sync(folder)
+            _print_json(report.to_json()) if args.json else print(report.text())
+        else:
+            raise JupyterMemoryError(f"unknown action {action!r}; use path, status, sync or "
+                                     "clone URL.")
+        session.reload()  # the team folder may have just appeared or changed
+        session.refresh_context()
 
     def _memory_list(self, args: _Args) -> None:
         if args.browse and not args.json and args.options["scope"] == "memdir":
@@ -455,8 +491,8 @@ class MemoryMagics(Magics):
     @argument("--description", "-d", help="One specific line: what the memory is about")
     @argument("--file", help="File name inside the memdir (default: derived from type and name)")
     @argument("--scope", choices=SCOPES, default="memdir",
-              help="memdir (the project's memory, default), or an agent's own memory: "
-                   "user, project or local")
+              help="memdir or private (the project's memory, default), team (the shared "
+                   "team folder), or an agent's own memory: user, project or local")
     @argument("--agent", default=DEFAULT_AGENT, help="Agent name for --scope user|project|local")
     @argument("--offline", action="store_true",
               help="Do not ask the model: derive what is missing by fixed rules")
@@ -525,7 +561,7 @@ class MemoryMagics(Magics):
         except JupyterMemoryError as exc:
             print(f"%%remember: {exc}")
             return
-        if result.saved and args.scope == "memdir":
+        if result.saved and args.scope in ("memdir", "private", "team"):
             session.refresh_context()
         print(result.summary())
 
@@ -566,17 +602,21 @@ def show_file(path: Path, label: str) -> None:
 
 
 def memory_table(memories: list[Any]) -> str:
-    """A fixed-width table: type, name, description, age, size, indexed, written by."""
+    """A fixed-width table: type, name, description, age, size, indexed, written by, and
+    the scope when any memory is a team one."""
     from jupyter_memory.memdir.freshness import age_text
 
     if not memories:
         return "No memories yet. Save one with %%remember or ask the agent to remember something."
-    rows = [("type", "name", "description", "age", "bytes", "indexed", "by")]
+    # The scope column appears once the project has team memories (SPEC §8).
+    scoped = any(getattr(m, "scope", "private") != "private" for m in memories)
+    rows = [("type", "name", "description", "age", "bytes", "indexed", "by")
+            + (("scope",) if scoped else ())]
     for m in memories:
         desc = m.description or ""
         rows.append((m.type or "-", m.name, desc if len(desc) <= 60 else desc[:59] + "…",
                      age_text(m.age_days), str(m.bytes), "yes" if m.indexed else "NO",
-                     m.provenance or "?"))
+                     m.provenance or "?") + ((getattr(m, "scope", "private"),) if scoped else ()))
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
 

@@ -313,14 +313,22 @@ def _project_findings(store: MemoryStore, env: Mapping[str, str] | None) -> list
     return found
 
 
+def _private(memories: list[Any]) -> list[Any]:
+    return [m for m in memories if getattr(m, "scope", "private") == "private"]
+
+
 def doctor(
     store: MemoryStore,
     *,
     env: Mapping[str, str] | None = None,
     check_projects: bool = True,
 ) -> list[Finding]:
-    """Every problem found in the store's memdir (and orphaned project memdirs), worst first."""
-    memories = store.list()
+    """Every problem found in the store's memdir (and orphaned project memdirs), worst first.
+
+    Team memories (SPEC §8) are left out: the team folder keeps its own index, rebuilt on
+    every sync, so a private-index check would misread them as orphans.
+    """
+    memories = _private(store.list())
     findings: list[Finding] = []
     docs: dict[str, frontmatter.Document] = {}
     for memory in memories:
@@ -466,7 +474,7 @@ def repair(
     with store.writing():
         if reattach_from is not None:
             _reattach(store, Path(reattach_from), report)
-        memories = store.list()
+        memories = _private(store.list())
         files = {m.file for m in memories}
         before = store.read_index_for_edit()
         index = parse_index(before)

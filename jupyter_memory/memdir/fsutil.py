@@ -220,7 +220,13 @@ def _remaining(deadline: float | None) -> float:
 
 def _flock(lock_path: Path, deadline: float | None, timeout: float | None) -> int:
     """Open ``lock_path`` and take an exclusive flock on it, polling until ``deadline``."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | cloexec, 0o600)
+    except PermissionError:
+        # A shared folder (a team memory on a shared disk) whose lock file another user
+        # created: flock works on a read-only descriptor too, so the lock still excludes.
+        fd = os.open(lock_path, os.O_RDONLY | cloexec)
     delay = 0.002
     try:
         while True:

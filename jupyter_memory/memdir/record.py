@@ -72,6 +72,9 @@ class Memory:
     origin_session_id: str | None = None
     provenance: str | None = None
     error: str | None = None
+    #: ``private`` (the person's memdir) or ``team`` (the shared folder; ``file`` starts
+    #: with ``team/``), SPEC §8.
+    scope: str = "private"
 
     @property
     def type_known(self) -> bool:
@@ -115,6 +118,7 @@ class Memory:
             origin_session_id=_text(doc.get("originSessionId")),
             provenance=_provenance(doc.get(PROVENANCE_FIELD)),
             error=doc.error,
+            scope="team" if rel.startswith("team/") else "private",
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -132,6 +136,7 @@ class Memory:
             "origin_session_id": self.origin_session_id,
             "provenance": self.provenance,
             "error": self.error,
+            "scope": self.scope,
         }
 
 

@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 HEAD_LINES = 30
+_TEAM_INDEX = "team/" + INDEX_NAME  # the nested team folder's own index is no memory either
 """Lines read from each file: enough for any real frontmatter."""
 SCAN_LIMIT = 200
 """Most files a scan returns (the newest), as the reference's relevance selector sees."""
@@ -257,7 +258,7 @@ def _list_folder(
             continue
         rel = prefix + name
         if stat_mod.S_ISREG(st.st_mode):
-            if rel != INDEX_NAME:
+            if rel not in (INDEX_NAME, _TEAM_INDEX):
                 found.append(FileStat(rel, path, st))
         elif stat_mod.S_ISDIR(st.st_mode) and not link:  # a folder named like "x.md"
             stack.append((path, rel + "/"))

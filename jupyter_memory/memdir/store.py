@@ -383,12 +383,14 @@ class MemoryStore:
         provenance: str | None = None,
         session_id: str | None = None,
         exist_ok: bool = False,
+        extra: dict[str, Any] | None = None,
     ) -> WriteResult:
         """Write a new memory and its index pointer.
 
         The file defaults to ``<type>_<slug of name>.md``. An existing file is never
         overwritten: :class:`MemoryExists` is raised, or with ``exist_ok=True`` the
-        existing memory is updated in place (unknown header fields survive).
+        existing memory is updated in place (unknown header fields survive). ``extra``
+        adds header fields to a new file (the team scope's ``author``).
         """
         name = _one_line(name)
         description = _one_line(description)
@@ -415,6 +417,8 @@ class MemoryStore:
             fields["originSessionId"] = origin
         if self.mark_provenance:
             fields[PROVENANCE_FIELD] = self._provenance(provenance)
+        for key, value in (extra or {}).items():
+            fields.setdefault(key, value)
         if body and not body.endswith("\n"):
             body += "\n"
         text = frontmatter.render(fields, body)
@@ -461,6 +465,7 @@ class MemoryStore:
         body: str | None = None,
         hook: str | None = None,
         provenance: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> WriteResult:
         """Change some fields and/or the body of an existing memory.
 
@@ -482,6 +487,7 @@ class MemoryStore:
             changes["type"] = _check_type(type)
         if provenance is not None and self.mark_provenance:
             changes[PROVENANCE_FIELD] = _check_provenance(provenance)
+        changes.update(extra or {})  # other header fields (the team scope's ``author``)
         warnings: list[str] = []
         if not path.exists():  # checked before the lock too, so a miss creates nothing
             self._read_for_update(path, rel)

@@ -19,6 +19,7 @@ from typing import Any
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.prompts import neutralize_reminder_tags
 from jupyter_memory.memdir.freshness import age_days, age_text, staleness_reminder
+from jupyter_memory.memdir.team import team_path
 from jupyter_memory.recall.conversation import RECALL_KIND
 from jupyter_memory.recall.limits import MAX_FILE_BYTES, MAX_FILE_LINES
 
@@ -136,7 +137,7 @@ def attachment_message(
     path (``"B"``), its age and size at attachment time, the limit that cut it and the
     header; ``context.wire_messages`` strips it before sending.
     """
-    path = Path(memdir) / file
+    path = team_path(Path(memdir), file)  # ``team/…`` may live outside the memdir (SPEC §8)
     mtime = path.stat().st_mtime
     excerpt = read_excerpt(path, max_bytes=max_bytes, max_lines=max_lines)
     days = age_days(mtime, now)

@@ -7,7 +7,8 @@ A decision is a plain dict (it goes into the turn record as JSON)::
 
 ``decision`` is one of :data:`DECISIONS`; ``path`` names the recall path the decision is
 about: ``A`` the index line in every request, ``B`` relevance prefetch, ``C`` the agent's
-own tools. Extra keys (``sent_bytes``, ``truncated``, ``score``) appear where they apply.
+own tools. Extra keys (``sent_bytes``, ``truncated``, ``score``, and ``scope: "team"`` for a
+team memory) appear where they apply.
 In index mode no model is asked: :func:`explain_index` says which memories the index
 exposes, which pointer lines fall past its load limits, and which files are orphans.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.memdir.index import INDEX_NAME, load_for_model, normalize_file, parse_index
+from jupyter_memory.memdir.team import TEAM_PREFIX, scope_of
 from jupyter_memory.recall.conversation import agent_files, budget_used, surfaced_files
 from jupyter_memory.recall.limits import SESSION_BUDGET_BYTES
 
@@ -45,19 +47,24 @@ def decision(memory: Any, kind: str, reason: str, path: str, **extra: Any) -> di
     if isinstance(memory, str):
         record: dict[str, Any] = {"file": memory, "decision": kind, "reason": reason,
                                   "path": path, "age_days": None, "bytes": None}
+        scope = scope_of(memory)
     else:
         record = {"file": memory.file, "decision": kind, "reason": reason, "path": path,
                   "age_days": memory.age_days, "bytes": memory.bytes,
                   "indexed": bool(memory.indexed)}
+        scope = getattr(memory, "scope", scope_of(memory.file))
+    if scope != "private":  # a team memory says so (SPEC §8); private is the default
+        record["scope"] = scope
     record.update(extra)
     return record
 
 
 def _scan_all(memdir: Path) -> list[Any]:
-    from jupyter_memory.memdir.scan import scan
+    """Private and team memories (SPEC §8), each with its scope."""
+    from jupyter_memory.memdir.team import scan_all
     from jupyter_memory.recall.prefetch import scan_cache
 
-    return scan(memdir, limit=None, cache=scan_cache(memdir))
+    return scan_all(memdir, limit=None, cache=scan_cache(memdir))
 
 
 def _agent_seen(session: Any, memdir: Path) -> set[str]:
@@ -78,8 +85,23 @@ def explain_index(session: Any) -> list[dict[str, Any]]:
         return []
     memdir = Path(memdir)
     memories = _scan_all(memdir)
+    seen = _agent_seen(session, memdir)
+    private = [m for m in memories if m.scope != "team"]
+    out = _explain_one(private, memdir / INDEX_NAME, "", seen)
+    team_dir = getattr(session, "team_dir", None)
+    if team_dir is not None:
+        shared = [m for m in memories if m.scope == "team"]
+        out += _explain_one(shared, Path(team_dir) / INDEX_NAME, TEAM_PREFIX, seen)
+    return out
+
+
+def _explain_one(
+    memories: list[Any], index_path: Path, prefix: str, seen: set[str]
+) -> list[dict[str, Any]]:
+    """Path-A decisions for the memories of one index (the private or the team one)."""
+    name = f"{prefix}{INDEX_NAME}"
     try:
-        raw = (memdir / INDEX_NAME).read_text(encoding="utf-8", errors="replace")
+        raw = index_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         raw = ""
     index = parse_index(raw)
@@ -91,40 +113,40 @@ def explain_index(session: Any) -> list[dict[str, Any]]:
         kept = kept[: -len(loaded.warning)].rstrip("\n")
     visible_lines = kept.count("\n") + 1 if kept else 0
     limit = " and ".join(loaded.limits_hit) or "size"
-    seen = _agent_seen(session, memdir)
     out: list[dict[str, Any]] = []
     on_disk: set[str] = set()
     for memory in memories:
-        on_disk.add(normalize_file(memory.file))
-        entry = index.find(memory.file)
+        local = memory.file[len(prefix):] if prefix else memory.file
+        on_disk.add(normalize_file(local))
+        entry = index.find(local)
         if entry is None:
             out.append(decision(
                 memory, "not_indexed",
-                "on disk but MEMORY.md has no pointer line for it, so index-mode recall never "
+                f"on disk but {name} has no pointer line for it, so index-mode recall never "
                 "shows it (the agent can still find it with Grep or Glob, path C); "
                 "%memory doctor can add the line", "A"))
             continue
         if entry.line - leading > visible_lines:
             out.append(decision(
                 memory, "truncated",
-                f"its pointer is on line {entry.line} of MEMORY.md, past the {limit} limit of "
+                f"its pointer is on line {entry.line} of {name}, past the {limit} limit of "
                 "what is loaded, so the model never sees it; shorten the index", "A"))
             continue
         if memory.file in seen:
             out.append(decision(
                 memory, "injected",
-                f"pointer line {entry.line} of MEMORY.md is in every request, and the agent "
+                f"pointer line {entry.line} of {name} is in every request, and the agent "
                 "has read the file itself this session", "C"))
         else:
             out.append(decision(
                 memory, "injected",
-                f"pointer line {entry.line} of MEMORY.md is in every request; the body reaches "
+                f"pointer line {entry.line} of {name} is in every request; the body reaches "
                 "the model only if the agent reads it (path C)", "A"))
     for entry in index.entries:
         if normalize_file(entry.file) not in on_disk:
             out.append(decision(
-                normalize_file(entry.file), "skipped",
-                f"MEMORY.md points at it (line {entry.line}) but the file does not exist", "A"))
+                prefix + normalize_file(entry.file), "skipped",
+                f"{name} points at it (line {entry.line}) but the file does not exist", "A"))
     return out
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.memdir.freshness import age_days
-from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, list_files, manifest, scan
+from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, list_files, manifest
+from jupyter_memory.memdir.team import scan_all
 from jupyter_memory.recall.attach import attachment_message
 from jupyter_memory.recall.conversation import (
     agent_files,
@@ -294,7 +295,7 @@ class Prefetch:
         memdir = self._memdir
         assert memdir is not None  # a running prefetch always has a memdir
         cache = scan_cache(memdir)
-        memories = scan(memdir, limit=SCAN_LIMIT, cache=cache)
+        memories = scan_all(memdir, limit=SCAN_LIMIT, cache=cache)  # private + team/…
         overflow: list[dict[str, Any]] = []
         if len(memories) >= SCAN_LIMIT:
             shown = {m.file for m in memories}
@@ -407,7 +408,7 @@ class Prefetch:
             elif self._mode != "prefetch":
                 self._skip_decisions = explain_index(session)
             else:
-                memories = scan(self._memdir, limit=None, cache=scan_cache(self._memdir))
+                memories = scan_all(self._memdir, limit=None, cache=scan_cache(self._memdir))
                 self._skip_decisions = [
                     decision(m, "skipped", f"prefetch did not run: {self.reason}", "B")
                     for m in memories]

@@ -107,7 +107,11 @@ class MemoryAPIHandler(APIHandler):
         """The notebook's project location and its store (blocking: call off the loop)."""
         folder = notebook_folder(self._root_dir(), self._notebook_path())
         location = locate(folder, os.environ)
-        return location, MemoryStore(location.memdir, location=location, provenance_default="user")
+        from jupyter_memory.memdir.team import (
+            open_store,  # private and team memories, each with its scope
+        )
+
+        return location, open_store(location, os.environ, provenance_default="user")
 
     def _location_json(self, location: MemoryLocation) -> dict[str, Any]:
         return location_json(location, self._root_dir(), allow_hidden=self._allow_hidden())

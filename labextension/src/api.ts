@@ -19,6 +19,8 @@ export interface IMemory {
   bytes?: number | null;
   indexed?: boolean | null;
   error?: string | null;
+  /** ``private`` (the person's memdir) or ``team`` (the shared team folder). */
+  scope?: string | null;
   [key: string]: unknown;
 }
 

@@ -336,7 +336,14 @@ export class MemoryPanel extends Widget {
     if (memory.mtime) {
       age.title = memory.mtime;
     }
-    open.append(name, age);
+    open.append(name);
+    if (memory.scope === 'team') {
+      // Shared with the whole team through the team folder (SPEC §8).
+      const scope = el('span', 'jp-MemoryPanel-scope', 'team');
+      scope.title = 'Team memory: shared with everyone who syncs the team folder';
+      open.append(scope);
+    }
+    open.append(age);
     open.addEventListener('click', () => void this._open(memory));
 
     const forget = el(

@@ -142,6 +142,10 @@ def resolve(ctx: ToolContext, raw: object, *, param: str = "file_path") -> Locat
     if memdir is not None and _inside(real, memdir):
         rel = real.relative_to(memdir).as_posix()
         return Location(real, "" if rel == "." else rel)
+    team = getattr(ctx, "team_dir", None)
+    if memdir is not None and team is not None and _inside(real, team):
+        rel = real.relative_to(team).as_posix()
+        return Location(real, "team" if rel == "." else f"team/{rel}")
     if _inside(real, ctx.project_root):
         return Location(real, None)
     allowed = f"the project folder {ctx.project_root}"

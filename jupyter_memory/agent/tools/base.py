@@ -84,6 +84,9 @@ class ToolContext:
     on_activate: Callable[[list[InstructionFile]], None] | None = None
     restrict_to_memdir: bool = False
     provenance: str = "agent"
+    #: The team folder when it lives outside the memdir (``teamMemoryDirectory``): paths in
+    #: it count as memdir paths named ``team/…`` (SPEC §8).
+    team_dir: Path | None = None
 
     def __post_init__(self) -> None:
         self.project_root = Path(os.path.realpath(self.project_root))
@@ -91,10 +94,13 @@ class ToolContext:
             self.memdir = Path(os.path.realpath(self.memdir))
             if self.store is None:
                 self.store = MemoryStore(self.memdir)
+        if self.team_dir is not None:
+            self.team_dir = Path(os.path.realpath(self.team_dir))
 
     def roots(self) -> list[Path]:
         """The folders the file tools may read: the project, then the memdir."""
-        return [self.project_root] + ([self.memdir] if self.memdir is not None else [])
+        extra = [self.team_dir] if self.team_dir is not None and self.memdir is not None else []
+        return [self.project_root] + ([self.memdir] if self.memdir is not None else []) + extra
 
 
 Handler = Callable[[Mapping[str, Any], ToolContext], ToolResult]

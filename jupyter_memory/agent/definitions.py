@@ -1,0 +1,224 @@
+"""Agent definitions with memory of their own (SPEC §8).
+
+An agent is a markdown file in ``.claude/agents/`` (the project's, then the user's
+``<base>/agents/``) in the reference's format: YAML frontmatter with ``name``,
+``description``, ``tools`` (comma-separated or a list; all tools when absent), ``model``
+(an id, or ``inherit``) and ``memory: user | project | local``; the body is the agent's
+system prompt. With ``memory`` set and auto memory on, the agent gets its own memdir:
+
+==========  ===========================================
+``user``    ``<base>/agent-memory/<name>/``
+``project`` ``<project>/.claude/agent-memory/<name>/``
+``local``   ``<project>/.claude/agent-memory-local/<name>/``
+==========  ===========================================
+
+Its system prompt then carries the memory rules for that folder and the folder's
+``MEMORY.md`` (200 lines / 25,000 characters), and Read, Write and Edit are added to its
+tools so it can keep that memory. An agent does not see the main memdir or the team
+folder: what it knows it learned in its own runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context.assemble import RequestState
+from jupyter_memory.errors import ConfigError, MemoryNotFound
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.basedir import config_base
+
+__all__ = ["MEMORY_SCOPES", "AgentDefinition", "AgentSession", "find_agents", "load_agent"]
+
+MEMORY_SCOPES = ("user", "project", "local")
+#: Tools an agent with memory always gets, so it can keep its memory folder.
+MEMORY_TOOLS = ("Read", "Write", "Edit")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+@dataclass(frozen=True)
+class AgentDefinition:
+    """One agent file, parsed. ``tools`` is None when the file lists none (all tools)."""
+
+    name: str
+    description: str
+    prompt: str
+    path: Path
+    scope: str  # "project" | "user": where the definition was found
+    tools: tuple[str, ...] | None = None
+    model: str | None = None
+    memory: str | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def memory_dir(self, project_root: Path, env: Mapping[str, str] | None = None) -> Path | None:
+        """The agent's own memdir for its ``memory`` scope (None without one)."""
+        if self.memory is None:
+            return None
+        from jupyter_memory.agent.remember import (
+            scope_dir,  # the same folders ``%%remember --scope`` writes
+        )
+
+        return scope_dir(self.memory, memdir=Path(project_root), project_root=Path(project_root),
+                         agent=self.name, env=env)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "path": str(self.path),
+                "scope": self.scope, "tools": None if self.tools is None else list(self.tools),
+                "model": self.model, "memory": self.memory, "warnings": list(self.warnings)}
+
+    def config_for(self, base: AgentConfig) -> AgentConfig:
+        """``base`` with this agent's model; index recall and no background extraction,
+        because the agent keeps its own memory itself, as in the reference."""
+        overrides: dict[str, Any] = {"extraction": False, "recall_mode": "index"}
+        if self.model and self.model != "inherit":
+            overrides["model"] = self.model
+        return replace(base, **overrides)
+
+    def session(self, cwd: Path, *, config: AgentConfig | None = None,
+                env: Mapping[str, str] | None = None, **options: Any) -> AgentSession:
+        """A session that runs as this agent (its prompt, tools, model and memory)."""
+        base = config if config is not None else AgentConfig.from_env(env)
+        return AgentSession(Path(cwd), config=self.config_for(base), env=env, agent=self,
+                            **options)
+
+
+def _tools(value: Any, where: Path) -> tuple[tuple[str, ...] | None, list[str]]:
+    if value is None:
+        return None, []
+    items = value if isinstance(value, list) else str(value).split(",")
+    names = [str(item).strip() for item in items if str(item).strip()]
+    from jupyter_memory.agent.tools import default_registry
+
+    known = set(default_registry().names())
+    unknown = [n for n in names if n not in known]
+    notes = [f"{where}: tool(s) {', '.join(unknown)} have no counterpart in jupyter-memory and "
+             f"were left out (known: {', '.join(sorted(known))})."] if unknown else []
+    return tuple(n for n in names if n in known), notes
+
+
+def parse_agent(path: Path, scope: str) -> AgentDefinition:
+    """Read one agent file; raises :class:`ConfigError` naming the field that is wrong."""
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    doc = frontmatter.parse(text)
+    if not doc.has_frontmatter:
+        raise ConfigError(f"{path} has no frontmatter; an agent file starts with ---, then "
+                          "name:, description: and optionally tools:, model:, memory:.")
+    name = str(doc.get("name") or path.stem).strip()
+    if not _NAME.match(name):
+        raise ConfigError(f"{path}: agent name {name!r} must be lower-case letters, digits "
+                          "and hyphens (e.g. data-reviewer).")
+    memory = doc.get("memory")
+    if memory is not None:
+        memory = str(memory).strip().lower()
+        if memory not in MEMORY_SCOPES:
+            raise ConfigError(f"{path}: memory: {doc.get('memory')!r} is not one of "
+                              f"{', '.join(MEMORY_SCOPES)}.")
+    tools, notes = _tools(doc.get("tools"), path)
+    model = doc.get("model")
+    return AgentDefinition(
+        name=name,
+        description=" ".join(str(doc.get("description") or "").split()),
+        prompt=doc.body.strip(),
+        path=Path(path),
+        scope=scope,
+        tools=tools,
+        model=None if model in (None, "") else str(model).strip(),
+        memory=memory,
+        warnings=tuple(notes),
+    )
+
+
+def agent_folders(project_root: Path, env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
+    """Where agent files are looked for, the project's first (it wins on a name clash)."""
+    return [("project", Path(project_root) / ".claude" / "agents"),
+            ("user", config_base(env) / "agents")]
+
+
+def find_agents(project_root: Path, env: Mapping[str, str] | None = None) -> list[AgentDefinition]:
+    """Every agent defined for the project, one per name (project before user)."""
+    found: dict[str, AgentDefinition] = {}
+    for scope, folder in agent_folders(project_root, env):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*.md")):
+            try:
+                agent = parse_agent(path, scope)
+            except (ConfigError, OSError):
+                continue
+            found.setdefault(agent.name, agent)
+    return list(found.values())
+
+
+def load_agent(project_root: Path, name: str, env: Mapping[str, str] | None = None) -> AgentDefinition:
+    """The agent called ``name`` (by its ``name`` field, or its file name)."""
+    for scope, folder in agent_folders(project_root, env):
+        path = folder / f"{name}.md"
+        if path.is_file():
+            return parse_agent(path, scope)
+    for agent in find_agents(project_root, env):
+        if agent.name == name:
+            return agent
+    names = ", ".join(a.name for a in find_agents(project_root, env)) or "none yet"
+    raise MemoryNotFound(
+        f"No agent named {name!r} in {Path(project_root) / '.claude' / 'agents'} or "
+        f"{config_base(env) / 'agents'} (defined: {names}). Create .claude/agents/{name}.md "
+        "with name:, description: and the agent's instructions."
+    )
+
+
+@dataclass
+class AgentSession(Session):
+    """A :class:`Session` that runs as a defined agent, with the agent's own memdir."""
+
+    agent: AgentDefinition | None = None
+
+    def _agent(self) -> AgentDefinition:
+        assert self.agent is not None, "an AgentSession needs its agent definition"
+        return self.agent
+
+    @property
+    def memdir(self) -> Path | None:
+        """The agent's own memdir; None without ``memory:`` or when auto memory is off."""
+        if not self.memory_enabled:
+            return None
+        return self._agent().memory_dir(self.project_root, self.env)
+
+    @property
+    def team_dir(self) -> Path | None:
+        return None
+
+    @property
+    def store(self) -> Any:
+        memdir = self.memdir
+        if memdir is None:
+            return None
+        if self._store is None:
+            from jupyter_memory.memdir.store import MemoryStore
+
+            self._store = MemoryStore(memdir, session_id=self.session_id,
+                                      provenance_default="agent", maintain_index=True)
+        return self._store
+
+    @property
+    def tools(self) -> Any:
+        if self._registry is None:
+            from jupyter_memory.agent.tools import default_registry
+
+            registry = default_registry()
+            wanted = self._agent().tools
+            if wanted is not None:
+                names = set(wanted)
+                if self.memdir is not None:
+                    names.update(MEMORY_TOOLS)
+                registry = registry.subset(names)
+            self._registry = registry
+        return self._registry
+
+    def request_state(self, messages: list[dict[str, Any]] | None = None) -> RequestState:
+        state = super().request_state(messages)
+        return replace(state, agent_prompt=self._agent().prompt or self._agent().description,
+                       agent_name=self._agent().name)
