@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import prompts
+from .client import CONNECT_HELP, NoModelConfigured, make_client  # noqa: F401 - re-exported
 from .context import count_breakpoints
 from .errors import JupyterMemoryError
 from .session import Session
@@ -28,37 +29,6 @@ TURN_MIME = "application/vnd.jupyter-memory.turn+json"
 #: Longest wait for prefetched memories before the first call (``wait_for_prefetch``).
 PREFETCH_WAIT_SECONDS = 60.0
 RECORD_VERSION = 1
-
-
-class NoModelConfigured(JupyterMemoryError):
-    """Neither an API key nor a base URL: there is no model to talk to."""
-
-
-CONNECT_HELP = (
-    "No model is connected. Set ANTHROPIC_API_KEY to use Anthropic's API, or set "
-    "ANTHROPIC_BASE_URL to any endpoint that speaks the Messages API (for example the "
-    "offline test server: `python -m jupyter_memory.testing.fake_api`). Memory browsing, "
-    "%context and %%remember with --name/--description/--type work without a model."
-)
-
-
-def make_client(
-    env: Mapping[str, str] | None = None, *, max_retries: int = 2, timeout: float = 600.0
-) -> Any:
-    """An ``anthropic.Anthropic`` client, or ``NoModelConfigured`` with how to fix it."""
-    env = os.environ if env is None else env
-    key = env.get("ANTHROPIC_API_KEY") or None
-    token = env.get("ANTHROPIC_AUTH_TOKEN") or None
-    base_url = env.get("ANTHROPIC_BASE_URL") or None
-    if not key and not token and not base_url:
-        raise NoModelConfigured(CONNECT_HELP)
-    import anthropic
-
-    if not key and not token:
-        key = "no-key-needed"  # a local endpoint; the SDK insists on some credential
-    return anthropic.Anthropic(
-        api_key=key, auth_token=token, base_url=base_url, max_retries=max_retries, timeout=timeout
-    )
 
 
 def _noop(*_: Any) -> None:
@@ -227,7 +197,7 @@ def run_turn(
     if not prompt.strip():
         raise JupyterMemoryError("The prompt is empty: write what you want the agent to do.")
     if client is None:
-        client = session.make_client()
+        client = session.client()
     turn = TurnState(session, prompt, events, client)
     ctx = session.tool_context(on_activate=lambda files: turn.activated.extend(
         session.instructions.render_block(f) for f in files))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import prompts
+from .client import SharedClient
 from .context import (
     AssembledRequest,
     ContextReport,
@@ -127,6 +128,7 @@ class Session:
         self._registry: Any = None
         self._tool_context: Any = None
         self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
+        self._client = SharedClient()
         self.log: Any = None
         if self.config.log_transcript:
             from .session_log import SessionLog
@@ -240,14 +242,26 @@ class Session:
         files = [*inst.files, *inst.activated]
         return [InstructionPart(str(f.path), f.scope, inst.render_block(f)) for f in files]
 
-    def make_client(self) -> Any:
-        """The model client for this session (``client_factory`` wins over the environment)."""
-        if self.client_factory is not None:
-            return self.client_factory()
-        from .agent import make_client
+    def client(self) -> Any:
+        """The model client every call of this session shares (``client_factory`` wins).
 
-        return make_client(self.env, max_retries=self.config.max_retries,
-                           timeout=self.config.timeout)
+        Built on first use and kept, so connections are reused from turn to turn; built
+        again only when the key, token, base URL, timeout, retries or ``client_factory``
+        change. Raises ``NoModelConfigured`` when there is no model to talk to.
+        """
+        return self._client.get(self.env, max_retries=self.config.max_retries,
+                                timeout=self.config.timeout, factory=self.client_factory)
+
+    def make_client(self) -> Any:
+        """The session's shared client: the same object as :meth:`client`."""
+        return self.client()
+
+    def close(self) -> None:
+        """Close the session's client and its connections (kernel shutdown).
+
+        The session stays usable: a later call builds a new client.
+        """
+        self._client.close()
 
     # ------------------------------------------------------------------ recall
 

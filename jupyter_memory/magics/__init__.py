@@ -8,8 +8,11 @@ and changes them.
 
 from __future__ import annotations
 
+import atexit
 import re
 from typing import Any
+
+_CLOSE_AT_EXIT: list[bool] = []
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -28,6 +31,11 @@ def load_ipython_extension(ipython: Any) -> None:
     cleanup = ipython.input_transformers_cleanup
     if protect_agent_line not in cleanup:
         cleanup.append(protect_agent_line)
+    if not _CLOSE_AT_EXIT:  # the session's model client is closed when the kernel exits
+        from .state import close_sessions
+
+        atexit.register(close_sessions)
+        _CLOSE_AT_EXIT.append(True)
 
 
 _AGENT_LINE = re.compile(r"^(\s*)%agent[ \t]+(\S.*)$")

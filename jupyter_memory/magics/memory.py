@@ -471,7 +471,7 @@ class MemoryMagics(Magics):
                 result = remember_offline(store, body, file=args.file, today=today, **fields)
             else:
                 try:
-                    client = session.make_client()
+                    client = session.client()
                 except NoModelConfigured:
                     result = remember_offline(store, body, file=args.file, today=today,
                                               reason="No model is connected.", **fields)
