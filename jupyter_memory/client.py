@@ -18,7 +18,13 @@ from typing import Any
 
 from .errors import JupyterMemoryError
 
-__all__ = ["CONNECT_HELP", "NoModelConfigured", "SharedClient", "client_settings", "make_client"]
+__all__ = ["CONNECT_HELP", "KEEPALIVE_SECONDS", "NoModelConfigured", "SharedClient", "client_settings", "make_client"]
+
+
+#: How long an idle connection is kept for the next call. The SDK's default (5 s) drops
+#: it between two cells typed by a person, so every turn would pay the handshake again; a
+#: connection the endpoint closed meanwhile is noticed and replaced before it is used.
+KEEPALIVE_SECONDS = 600.0
 
 
 class NoModelConfigured(JupyterMemoryError):
@@ -52,11 +58,15 @@ def _build(settings: tuple[str | None, str | None, str | None, int, float]) -> A
     if not key and not token and not base_url:
         raise NoModelConfigured(CONNECT_HELP)
     import anthropic
+    import httpx
 
     if not key and not token:
         key = "no-key-needed"  # a local endpoint; the SDK insists on some credential
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100,
+                          keepalive_expiry=KEEPALIVE_SECONDS)
     return anthropic.Anthropic(
-        api_key=key, auth_token=token, base_url=base_url, max_retries=max_retries, timeout=timeout
+        api_key=key, auth_token=token, base_url=base_url, max_retries=max_retries,
+        timeout=timeout, http_client=anthropic.DefaultHttpxClient(limits=limits),
     )
 
 

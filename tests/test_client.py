@@ -167,3 +167,11 @@ def test_kernel_state_closes_its_session(project, fake_api):
     again = st.session.client()
     forget_state(shell)
     assert again.is_closed()
+
+
+def test_idle_connections_are_kept_between_cells(fake_api, project):
+    from jupyter_memory.client import KEEPALIVE_SECONDS
+
+    client = quiet_session(project).client()
+    pool = client._client._transport._pool  # httpx's connection pool of the SDK client
+    assert pool._keepalive_expiry == KEEPALIVE_SECONDS >= 300
