@@ -14,12 +14,13 @@ exposes, which pointer lines fall past its load limits, and which files are orph
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..freshness import age_text
+from ..freshness import SECONDS_PER_DAY, age_text
 from ..index import INDEX_NAME, load_for_model, normalize_file, parse_index
 from .conversation import agent_files, budget_used, surfaced_files
 from .limits import SESSION_BUDGET_BYTES
@@ -31,6 +32,7 @@ __all__ = [
     "explain_index",
     "explain_static",
     "files_of",
+    "next_age_change",
     "render_explain",
 ]
 
@@ -65,6 +67,13 @@ def _agent_seen(session: Any, memdir: Path) -> set[str]:
     return agent_files(memdir, list(ctx.read_files), set(ctx.written_memdir_files))
 
 
+def next_age_change(memories: Iterable[Any]) -> float:
+    """When the first of ``memories`` turns a day older (``inf`` for none): decisions that
+    carry ages stay true until then."""
+    return min((m.mtime + (m.age_days + 1) * SECONDS_PER_DAY for m in memories),
+               default=math.inf)
+
+
 def explain_index(session: Any) -> list[dict[str, Any]]:
     """Decisions in index mode (path A), without any model call.
 
@@ -72,13 +81,28 @@ def explain_index(session: Any) -> list[dict[str, Any]]:
     ``injected`` (the model sees its hook and may read it, path C); a pointer past the
     200-line / 25,000-character cut is ``truncated``; a file without a pointer is
     ``not_indexed``, invisible here. Pointers to files that do not exist are ``skipped``.
+
+    Every turn records these, so they are kept until the memdir, ``MEMORY.md``, the files
+    the agent has seen or a memory's age in days change; the decision dicts are shared
+    between turns and must not be modified.
     """
     memdir = session.memdir
     if memdir is None:
         return []
     memdir = Path(memdir)
-    memories = _scan_all(memdir)
-    try:
+    from .prefetch import scan_cache
+
+    cache = scan_cache(memdir)
+    seen = frozenset(_agent_seen(session, memdir))
+    return list(cache.memo(memdir, "explain_index", seen,
+                           lambda: _explain_index(memdir, cache, seen)))
+
+
+def _explain_index(memdir: Path, cache: Any, seen: frozenset[str]) -> tuple[list[dict[str, Any]], float]:
+    from ..scan import scan
+
+    memories = scan(memdir, limit=None, cache=cache)
+    try:  # read as the request reads it (text mode), so the cut falls where it does there
         raw = (memdir / INDEX_NAME).read_text(encoding="utf-8", errors="replace")
     except OSError:
         raw = ""
@@ -91,7 +115,6 @@ def explain_index(session: Any) -> list[dict[str, Any]]:
         kept = kept[: -len(loaded.warning)].rstrip("\n")
     visible_lines = kept.count("\n") + 1 if kept else 0
     limit = " and ".join(loaded.limits_hit) or "size"
-    seen = _agent_seen(session, memdir)
     out: list[dict[str, Any]] = []
     on_disk: set[str] = set()
     for memory in memories:
@@ -125,7 +148,7 @@ def explain_index(session: Any) -> list[dict[str, Any]]:
             out.append(decision(
                 normalize_file(entry.file), "skipped",
                 f"MEMORY.md points at it (line {entry.line}) but the file does not exist", "A"))
-    return out
+    return out, next_age_change(memories)
 
 
 def explain_static(session: Any, reason: str | None = None) -> list[dict[str, Any]]:

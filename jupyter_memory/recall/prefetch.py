@@ -14,16 +14,18 @@ in here raises into the turn: a failing selector becomes a ``skipped`` decision.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..freshness import age_days
-from ..scan import SCAN_LIMIT, ScanCache, list_files, manifest, scan
+from ..freshness import SECONDS_PER_DAY, age_days
+from ..scan import SCAN_LIMIT, ScanCache, manifest, scan
 from .attach import attachment_message
 from .conversation import agent_files, budget_used, recent_tools, surfaced_files
 from .explain import decision, explain_index
@@ -102,13 +104,35 @@ _LAST_CAP = 16
 _STATE_LOCK = threading.Lock()
 
 
+def _overflow_decisions(
+    cache: ScanCache, memdir: Path, shown: frozenset[str]
+) -> tuple[list[dict[str, Any]], float]:
+    """``skipped`` decisions for the files past the selector's manifest, and when the
+    first of their ages changes (they are kept until then or until the memdir changes)."""
+    now = time.time()
+    out = []
+    expires = math.inf
+    for f in cache.files(memdir):
+        if f.file in shown:
+            continue
+        mtime = f.stat.st_mtime
+        age = age_days(mtime, now)
+        expires = min(expires, mtime + (age + 1) * SECONDS_PER_DAY)
+        out.append(decision(
+            f.file, "skipped",
+            f"not among the {SCAN_LIMIT} newest memories the selector is shown", "B",
+            age_days=age, bytes=f.stat.st_size))
+    return out, expires
+
+
 def scan_cache(memdir: Path) -> ScanCache:
-    """One :class:`ScanCache` per memdir, so every turn's scan re-reads only changed files."""
+    """One :class:`ScanCache` per memdir, so every turn's scan re-reads only changed files
+    and walks the memdir again only when one of its folders changed."""
     key = str(memdir)
     with _STATE_LOCK:
         cache = _CACHES.get(key)
         if cache is None:
-            cache = _CACHES[key] = ScanCache()
+            cache = _CACHES[key] = ScanCache(trust_folders=True)
         return cache
 
 
@@ -292,13 +316,9 @@ class Prefetch:
         memories = scan(memdir, limit=SCAN_LIMIT, cache=cache)
         overflow: list[dict[str, Any]] = []
         if len(memories) >= SCAN_LIMIT:
-            shown = {m.file for m in memories}
-            rest = sorted((f for f in list_files(memdir) if f.file not in shown),
-                          key=lambda f: (-f.stat.st_mtime_ns, f.file))
-            overflow = [decision(
-                f.file, "skipped",
-                f"not among the {SCAN_LIMIT} newest memories the selector is shown", "B",
-                age_days=age_days(f.stat.st_mtime), bytes=f.stat.st_size) for f in rest]
+            shown = frozenset(m.file for m in memories)
+            overflow = cache.memo(memdir, "prefetch_overflow", shown,
+                                  lambda: _overflow_decisions(cache, memdir, shown))
         with self._lock:
             self._manifest = memories
             self._overflow = overflow
@@ -435,7 +455,7 @@ class Prefetch:
             else:
                 out.append(decision(memory, "not_selected",
                                     self._selector_words(file, note=False), "B"))
-        out.extend(dict(d) for d in self._overflow)
+        out.extend(self._overflow)  # shared between turns (ScanCache.memo): read-only
         for name in self._unknown:
             out.append(decision(name, "filtered",
                                 "named by the selector but not in the manifest it was shown; "
