@@ -302,15 +302,18 @@ def _call_model(turn: TurnState, client: Any, round_index: int) -> Any:
     session = turn.session
     assembled = session.assemble()
     body = assembled.body
-    entry = {"round": round_index, "digest": digest(body), "breakpoints": count_breakpoints(body),
-             "sent": _now(), "body": body}
+    entry = {"round": round_index, "digest": None, "breakpoints": None, "sent": _now(),
+             "body": body}
     turn.requests.append(entry)
-    with client.messages.stream(**body) as stream:
-        for event in stream:
-            if event.type == "text":
-                turn.partial_text += event.text
-                turn.events.on_text(event.text)
-        message = stream.get_final_message()
+    try:
+        with client.messages.stream(**body) as stream:
+            for event in stream:
+                if event.type == "text":
+                    turn.partial_text += event.text
+                    turn.events.on_text(event.text)
+            message = stream.get_final_message()
+    finally:  # worked out once the request is on its way, not before it leaves
+        entry.update(digest=digest(body), breakpoints=count_breakpoints(body))
     turn.got_response = True
     usage = Usage.from_api(message.usage)
     turn.usage = turn.usage + usage

@@ -58,12 +58,13 @@ def _build(settings: tuple[str | None, str | None, str | None, int, float]) -> A
     if not key and not token and not base_url:
         raise NoModelConfigured(CONNECT_HELP)
     import anthropic
-    import httpx
 
     if not key and not token:
         key = "no-key-needed"  # a local endpoint; the SDK insists on some credential
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100,
-                          keepalive_expiry=KEEPALIVE_SECONDS)
+    default = anthropic.DEFAULT_CONNECTION_LIMITS  # the Limits class of the SDK's HTTP library
+    limits = type(default)(max_connections=default.max_connections,
+                           max_keepalive_connections=default.max_keepalive_connections,
+                           keepalive_expiry=KEEPALIVE_SECONDS)
     return anthropic.Anthropic(
         api_key=key, auth_token=token, base_url=base_url, max_retries=max_retries,
         timeout=timeout, http_client=anthropic.DefaultHttpxClient(limits=limits),

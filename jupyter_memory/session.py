@@ -8,6 +8,7 @@ apply, what the conversation holds, and turns that into a ``RequestState`` for
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import platform
 import uuid
@@ -305,7 +306,7 @@ class Session:
         return prompts.Environment(
             project_root=str(self.project_root),
             notebook=self.notebook,
-            platform=f"{platform.system()} {platform.machine()}".strip(),
+            platform=_platform_name(),
             python_version=platform.python_version(),
             model=self.config.model,
         )
@@ -341,6 +342,12 @@ class Session:
             last_usage=self.last_usage,
             counted_tokens=counted_tokens,
         )
+
+
+@functools.lru_cache(maxsize=1)
+def _platform_name() -> str:
+    """``"Linux x86_64"``: fixed for the process, and ``platform`` is slow to ask each call."""
+    return f"{platform.system()} {platform.machine()}".strip()
 
 
 def default_cwd(env: Mapping[str, str] | None = None) -> Path:
