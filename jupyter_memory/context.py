@@ -253,14 +253,24 @@ def _text_of(message: Mapping[str, Any]) -> str:
 def count_breakpoints(body: Mapping[str, Any]) -> int:
     """How many ``cache_control`` markers a request body carries, anywhere."""
 
-    def walk(node: Any) -> int:
-        if isinstance(node, Mapping):
-            return int("cache_control" in node) + sum(walk(v) for v in node.values())
-        if isinstance(node, list):
-            return sum(walk(v) for v in node)
-        return 0
-
-    return walk(body)
+    count = 0
+    stack: list[Any] = [body]
+    while stack:  # a loop, not recursion: this runs on every model call
+        node = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            count += "cache_control" in node
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+        elif kind is str or kind is int or kind is float or kind is bool or node is None:
+            continue  # the leaves, most of a body: no abstract-class check for them
+        elif isinstance(node, Mapping):
+            count += "cache_control" in node
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
 
 
 def cached_prefix(body: Mapping[str, Any]) -> str:
