@@ -1,6 +1,7 @@
 """What a turn costs the kernel beyond the model's own time, as the memdir grows.
 
-Runs the real agent loop (``run_turn`` plus the cell output it renders) against the local
+Runs the real agent loop (``run_turn`` plus the cell output it renders, serialised to
+JSON as the kernel sends it) against the local
 Messages API server through the real SDK, at several memdir sizes in index and prefetch
 mode (prefetch with the model selector, so each turn also makes a side call), and a bare
 SDK stream call with the same request body to the same server, interleaved with the turns
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import json
 import os
 import statistics
 import sys
@@ -41,23 +43,21 @@ from jupyter_memory.agent import run_turn
 from jupyter_memory.client import make_client
 from jupyter_memory.magics.render import turn_bundle
 from jupyter_memory.session import AgentConfig, Session
-from jupyter_memory.testing.fake_api import FakeAnthropic, Turn
+from jupyter_memory.testing.fake_api import FakeAnthropic, ToolCall, Turn
 
 BARE_GOAL = 5.0
 GROWTH_GOAL = 1.3
 FIRST_BYTE_GOAL_MS = 5.0
 #: Charged by the server for each new connection in the connection count runs.
 CONNECTION_DELAY = 0.05
-SELECTION = '{"selected_memories": []}'
 
 
 def _responder(body: dict[str, Any]) -> Turn:
-    """The selector's side call gets an empty selection, everything else a short answer."""
-    system = body.get("system")
-    text = system if isinstance(system, str) else " ".join(
-        b.get("text", "") for b in system or [] if isinstance(b, dict))
-    if "selected_memories" in text:
-        return Turn(text=SELECTION)
+    """The selector's side call (a forced tool) picks nothing; everything else gets a short
+    answer."""
+    choice = body.get("tool_choice") or {}
+    if choice.get("type") == "tool":
+        return Turn(tool_calls=[ToolCall(choice["name"], {"selected_memories": []})])
     return Turn(text="Revenue is stored in integer cents; divide by 100 for display.")
 
 
@@ -117,7 +117,7 @@ def measure(size: int, mode: str, turns: int, root: Path, memdir: Path) -> dict[
             prompt = f"Question {i}: how is revenue stored in the sales table?"
             start, cpu = time.perf_counter(), time.process_time()
             result = run_turn(session, prompt)
-            turn_bundle(result.record)
+            json.dumps(turn_bundle(result.record))  # the output bundle, serialised as displayed
             elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
             if not result.ok:
                 raise SystemExit(f"bench_turn: a turn failed: {result.error}")

@@ -281,7 +281,7 @@ def turn_section(quick: bool) -> Section:
     top, base = res["top"], res["base_size"]
     text = "\n".join([
         "Medians over the turns of one session per size and mode: `run_turn` plus the "
-        "cell output it renders, against the local Messages API server through the real "
+        "cell output it renders, serialised to JSON as the kernel sends it, against the local Messages API server through the real "
         "SDK, each turn followed by a bare SDK stream call with the same body to the same "
         "server (interleaved, so machine load hits both alike). CPU time is this process's "
         "(the server runs in it too, for both); *kernel overhead* is the turn minus the "

@@ -389,18 +389,31 @@ def _close_after_error(turn: TurnState) -> None:
             _append_results(turn, [], uses)
 
 
+#: Most recall decisions a turn record carries: the reference's scan cap. The record goes
+#: into the cell output and the notebook, so it must not grow with the memdir.
+RECORD_DECISIONS = 200
+
+
 def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
-    """Why each memory was or was not in this turn (SPEC §11), and the selector call."""
+    """Why each memory was or was not in this turn (SPEC §11), and the selector call.
+
+    Past :data:`RECORD_DECISIONS` memories, the most telling decisions are kept and the
+    rest counted in ``omitted`` (``%memory why`` lists them all).
+    """
     if session.memdir is None:
         return {"mode": session.recall_mode, "decisions": [], "selector": None}
-    from .recall import explain
+    from .recall.explain import explain, for_record
 
     prefetch = turn.prefetch
-    return {
+    decisions, omitted = for_record(explain(session, prefetch), RECORD_DECISIONS)
+    out: dict[str, Any] = {
         "mode": session.recall_mode,
-        "decisions": explain(session, prefetch),
+        "decisions": decisions,
         "selector": prefetch.to_json() if prefetch is not None else None,
     }
+    if omitted:
+        out["omitted"] = omitted
+    return out
 
 
 def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:

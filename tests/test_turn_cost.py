@@ -177,3 +177,31 @@ def test_token_estimate_counts_ascii_and_other_characters(text):
     other = len(text) - ascii_chars
     expected = 0 if not text else max(1, (ascii_chars + 3) // 4 + other)
     assert estimate_tokens(text) == expected
+
+
+def test_record_keeps_the_most_telling_decisions_and_counts_the_rest():
+    decisions = ([{"file": f"t{i}.md", "decision": "truncated"} for i in range(5)]
+                 + [{"file": f"n{i}.md", "decision": "not_indexed"} for i in range(5)]
+                 + [{"file": f"i{i}.md", "decision": "injected"} for i in range(3)])
+    kept, omitted = explain_mod.for_record(decisions, 6)
+    assert [d["file"] for d in kept] == ["i0.md", "i1.md", "i2.md", "t0.md", "t1.md", "t2.md"]
+    assert omitted == {"truncated": 2, "not_indexed": 5}
+    assert explain_mod.for_record(decisions, 13) == (decisions, {})
+
+
+def test_turn_record_does_not_grow_with_the_memdir(fake_api, tmp_path, monkeypatch):
+    from jupyter_memory.agent import RECORD_DECISIONS, run_turn
+    from jupyter_memory.testing.fake_api import Turn
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
+    write_memories(tmp_path / "mem", RECORD_DECISIONS + 50, indexed=10)
+    session = Session(root, config=AgentConfig.from_env(
+        max_retries=0, extraction=False, session_memory=False))
+    fake_api.script([Turn(text="Fine.")])
+    recall_part = run_turn(session, "How is revenue stored?").record["recall"]
+    assert len(recall_part["decisions"]) == RECORD_DECISIONS
+    assert sum(1 for d in recall_part["decisions"] if d["decision"] == "injected") == 10
+    assert recall_part["omitted"] == {"not_indexed": 50}
+    assert len(recall.explain(session)) == RECORD_DECISIONS + 50  # %memory why: every one

@@ -32,6 +32,7 @@ __all__ = [
     "explain_index",
     "explain_static",
     "files_of",
+    "for_record",
     "next_age_change",
     "render_explain",
 ]
@@ -197,6 +198,33 @@ def explain(session: Any, prefetch: Any = None) -> list[dict[str, Any]]:
 
     latest = last_prefetch(session)
     return list(latest.decisions) if latest is not None else explain_static(session)
+
+
+def for_record(
+    decisions: Sequence[Mapping[str, Any]], limit: int
+) -> tuple[list[Mapping[str, Any]], dict[str, int]]:
+    """At most ``limit`` decisions for a turn record, and how many of each kind were left out.
+
+    A turn record travels in the cell output and the saved notebook, so it must not grow
+    with the memdir: the decisions kept are the most telling ones (in the order of
+    :data:`DECISIONS`, injected first; each kind in its original order), and the rest are
+    counted. ``%memory why`` still lists every memory.
+    """
+    if len(decisions) <= limit:
+        return list(decisions), {}
+    buckets: dict[str, list[Mapping[str, Any]]] = {}
+    for d in decisions:
+        buckets.setdefault(str(d.get("decision")), []).append(d)
+    kept: list[Mapping[str, Any]] = []
+    omitted: dict[str, int] = {}
+    order = [*DECISIONS, *sorted(k for k in buckets if k not in DECISIONS)]
+    for kind in order:
+        group = buckets.get(kind, [])
+        room = max(limit - len(kept), 0)
+        kept.extend(group[:room])
+        if len(group) > room:
+            omitted[kind] = len(group) - room
+    return kept, omitted
 
 
 # ----------------------------------------------------------------------------- rendering
