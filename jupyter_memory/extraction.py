@@ -51,6 +51,7 @@ from .context import assemble
 from .errors import JupyterMemoryError
 from .fsutil import atomic_write
 from .index import INDEX_NAME
+from .recall.prefetch import scan_cache
 from .scan import manifest, scan
 from .store import MemoryStore, WriteResult
 from .tokens import Usage
@@ -612,7 +613,8 @@ class ExtractionHook:
             run_tool = self._tool_runner(registry, ctx, memdir, work if approval else None)
             new = self._since_cursor(request.messages)
             prompt = extraction_prompt(
-                len(new), manifest(scan(memdir)), str(memdir), session.today(),
+                len(new), manifest(scan(memdir, cache=scan_cache(memdir))), str(memdir),
+                session.today(),
                 maintain_index=session.config.maintain_index, max_calls=self.max_calls)
             first = {"role": "user", "content": [{"type": "text", "text": prompt}]}
 
