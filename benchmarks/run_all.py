@@ -138,7 +138,8 @@ def assembly_section(quick: bool) -> Section:
         "CPU time, medians of interleaved runs. *assemble* is the cost of each model call "
         "(the session keeps its snapshot of instructions and index); *session start* re-reads "
         "them once (new session, compaction, a memory changed from a front end); *prefetch "
-        "scan* is the per-turn scan of prefetch recall (a `stat` per file, 200 heads, warm).",
+        "scan* is the per-turn scan of prefetch recall (200 heads from a warm cache; the walk "
+        "is kept while no folder of the memdir changed, so no `stat` per file).",
         "",
         bench_assembly.table(res),
     ])
