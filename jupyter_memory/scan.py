@@ -8,9 +8,10 @@ reads. A cache made with ``trust_folders=True`` (the one recall uses every turn)
 keeps the walk itself while no folder of the memdir changed (``mtime_ns`` of each
 folder), so a turn on an unchanged memdir costs a ``stat`` per folder, not per file;
 results derived from a scan (recall explanations) are kept with :meth:`ScanCache.memo`
-until the walk or ``MEMORY.md`` changes. Nothing here raises for a bad file: an unreadable file is listed with an ``error``
-and bytes that are not UTF-8 are shown as U+FFFD (``doctor`` reports them), because a
-memory that silently vanishes from the list is worse.
+until the walk or ``MEMORY.md`` changes. Nothing here raises for a bad file: an
+unreadable file is listed with an ``error`` and bytes that are not UTF-8 are shown as
+U+FFFD (``doctor`` reports them), because a memory that silently vanishes from the list
+is worse.
 """
 
 from __future__ import annotations
