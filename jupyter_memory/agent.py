@@ -402,10 +402,10 @@ def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
     """
     if session.memdir is None:
         return {"mode": session.recall_mode, "decisions": [], "selector": None}
-    from .recall.explain import explain, for_record
+    from .recall.explain import record_decisions
 
     prefetch = turn.prefetch
-    decisions, omitted = for_record(explain(session, prefetch), RECORD_DECISIONS)
+    decisions, omitted = record_decisions(session, prefetch, RECORD_DECISIONS)
     out: dict[str, Any] = {
         "mode": session.recall_mode,
         "decisions": decisions,

@@ -205,3 +205,25 @@ def test_turn_record_does_not_grow_with_the_memdir(fake_api, tmp_path, monkeypat
     assert sum(1 for d in recall_part["decisions"] if d["decision"] == "injected") == 10
     assert recall_part["omitted"] == {"not_indexed": 50}
     assert len(recall.explain(session)) == RECORD_DECISIONS + 50  # %memory why: every one
+
+
+def test_prefetch_record_decisions_match_the_full_list(fake_api, tmp_path, monkeypatch):
+    from jupyter_memory.agent import run_turn
+    from jupyter_memory.recall import last_prefetch
+    from jupyter_memory.testing.fake_api import Turn
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
+    write_memories(tmp_path / "mem", 230)
+    session = Session(root, config=AgentConfig.from_env(
+        max_retries=0, extraction=False, session_memory=False, recall_mode="prefetch",
+        recall_selector="offline"))
+    fake_api.script([Turn(text="Fine.")])
+    assert run_turn(session, "What is fact 12 about the revenue?").ok
+    prefetch = last_prefetch(session)
+    assert prefetch is not None and prefetch.wait(timeout=30)
+    full = list(prefetch.decisions)
+    assert len(full) == 230
+    for limit in (5, 200, 229, 230, 300):
+        assert prefetch.record_decisions(limit) == explain_mod.for_record(full, limit)

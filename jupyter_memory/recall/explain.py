@@ -34,6 +34,7 @@ __all__ = [
     "files_of",
     "for_record",
     "next_age_change",
+    "record_decisions",
     "render_explain",
 ]
 
@@ -90,16 +91,49 @@ def explain_index(session: Any) -> list[dict[str, Any]]:
     memdir = session.memdir
     if memdir is None:
         return []
-    memdir = Path(memdir)
+    return list(_explained_index(Path(memdir), session).decisions)
+
+
+class _Explained:
+    """Index-mode decisions as kept by the scan cache, with their capped forms for records."""
+
+    __slots__ = ("_capped", "decisions")
+
+    def __init__(self, decisions: list[dict[str, Any]]) -> None:
+        self.decisions = decisions
+        self._capped: dict[int, tuple[list[Any], dict[str, int]]] = {}
+
+    def capped(self, limit: int) -> tuple[list[Any], dict[str, int]]:
+        hit = self._capped.get(limit)
+        if hit is None:
+            hit = self._capped[limit] = for_record(self.decisions, limit)
+        return list(hit[0]), dict(hit[1])
+
+
+def _explained_index(memdir: Path, session: Any) -> _Explained:
     from .prefetch import scan_cache
 
     cache = scan_cache(memdir)
     seen = frozenset(_agent_seen(session, memdir))
-    return list(cache.memo(memdir, "explain_index", seen,
-                           lambda: _explain_index(memdir, cache, seen)))
+    return cache.memo(memdir, "explain_index", seen, lambda: _explain_index(memdir, cache, seen))
 
 
-def _explain_index(memdir: Path, cache: Any, seen: frozenset[str]) -> tuple[list[dict[str, Any]], float]:
+def record_decisions(session: Any, prefetch: Any, limit: int) -> tuple[list[Any], dict[str, int]]:
+    """What a turn record carries: :func:`explain`'s decisions capped by :func:`for_record`,
+    from cached data, so a turn costs the same on a memdir of 200 or 10,000 files."""
+    if prefetch is not None:
+        capped = getattr(prefetch, "record_decisions", None)
+        if capped is not None:
+            return capped(limit)  # type: ignore[no-any-return]
+        return for_record(list(prefetch.decisions), limit)
+    if session.memdir is None:
+        return [], {}
+    if session.recall_mode != "prefetch":
+        return _explained_index(Path(session.memdir), session).capped(limit)
+    return for_record(explain(session), limit)
+
+
+def _explain_index(memdir: Path, cache: Any, seen: frozenset[str]) -> tuple[_Explained, float]:
     from ..scan import scan
 
     memories = scan(memdir, limit=None, cache=cache)
@@ -149,7 +183,7 @@ def _explain_index(memdir: Path, cache: Any, seen: frozenset[str]) -> tuple[list
             out.append(decision(
                 normalize_file(entry.file), "skipped",
                 f"MEMORY.md points at it (line {entry.line}) but the file does not exist", "A"))
-    return out, next_age_change(memories)
+    return _Explained(out), next_age_change(memories)
 
 
 def explain_static(session: Any, reason: str | None = None) -> list[dict[str, Any]]:

@@ -428,7 +428,24 @@ class Prefetch:
                     for m in memories]
         return [dict(d) for d in self._skip_decisions]
 
-    def _decisions(self) -> list[dict[str, Any]]:
+    def record_decisions(self, limit: int) -> tuple[list[Any], dict[str, int]]:
+        """At most ``limit`` decisions for the turn record and the counts of those left out
+        (:func:`.explain.for_record`), without a pass over every memory: the files past
+        the manifest are all ``skipped``, so they are counted, not sorted."""
+        from .explain import for_record
+
+        with self._lock:
+            if self.status == "skipped":
+                return for_record(self._decisions_for_skip(), limit)
+            overflow = self._overflow
+            head = self._decisions(include_overflow=False)
+        kept, omitted = for_record([*head, *overflow[:limit]], limit)
+        rest = len(overflow) - min(len(overflow), limit)
+        if rest:
+            omitted["skipped"] = omitted.get("skipped", 0) + rest
+        return kept, omitted
+
+    def _decisions(self, *, include_overflow: bool = True) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         running = self.status == "running"
         for memory in self._manifest:
@@ -455,7 +472,8 @@ class Prefetch:
             else:
                 out.append(decision(memory, "not_selected",
                                     self._selector_words(file, note=False), "B"))
-        out.extend(self._overflow)  # shared between turns (ScanCache.memo): read-only
+        if include_overflow:
+            out.extend(self._overflow)  # shared between turns (ScanCache.memo): read-only
         for name in self._unknown:
             out.append(decision(name, "filtered",
                                 "named by the selector but not in the manifest it was shown; "
