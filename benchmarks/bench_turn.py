@@ -39,10 +39,10 @@ from typing import Any
 import anthropic
 from bench_scan import build_memdir
 
-from jupyter_memory.agent import run_turn
-from jupyter_memory.client import make_client
+from jupyter_memory.agent.client import make_client
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.magics.render import turn_bundle
-from jupyter_memory.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import FakeAnthropic, ToolCall, Turn
 
 BARE_GOAL = 5.0

@@ -8,9 +8,9 @@ from typing import ClassVar
 import anthropic
 import pytest
 
-from jupyter_memory.agent import run_turn
-from jupyter_memory.client import NoModelConfigured, SharedClient
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.agent.client import NoModelConfigured, SharedClient
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import FakeAnthropic, Turn
 
 
@@ -170,7 +170,7 @@ def test_kernel_state_closes_its_session(project, fake_api):
 
 
 def test_idle_connections_are_kept_between_cells(fake_api, project):
-    from jupyter_memory.client import KEEPALIVE_SECONDS
+    from jupyter_memory.agent.client import KEEPALIVE_SECONDS
 
     client = quiet_session(project).client()
     pool = client._client._transport._pool  # httpx's connection pool of the SDK client

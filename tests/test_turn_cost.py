@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import index as index_mod
 from jupyter_memory import recall
-from jupyter_memory.fsutil import atomic_write
-from jupyter_memory.index import parse_index
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context.tokens import estimate_tokens
+from jupyter_memory.memdir import index as index_mod
+from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.index import parse_index
+from jupyter_memory.memdir.scan import RACY_SECONDS, ScanCache, scan
 from jupyter_memory.recall.explain import next_age_change
-from jupyter_memory.scan import RACY_SECONDS, ScanCache, scan
-from jupyter_memory.session import AgentConfig, Session
-from jupyter_memory.tokens import estimate_tokens
 
 explain_mod = importlib.import_module("jupyter_memory.recall.explain")
 
@@ -190,7 +190,7 @@ def test_record_keeps_the_most_telling_decisions_and_counts_the_rest():
 
 
 def test_turn_record_does_not_grow_with_the_memdir(fake_api, tmp_path, monkeypatch):
-    from jupyter_memory.agent import RECORD_DECISIONS, run_turn
+    from jupyter_memory.agent.loop import RECORD_DECISIONS, run_turn
     from jupyter_memory.testing.fake_api import Turn
 
     root = tmp_path / "proj"
@@ -208,7 +208,7 @@ def test_turn_record_does_not_grow_with_the_memdir(fake_api, tmp_path, monkeypat
 
 
 def test_prefetch_record_decisions_match_the_full_list(fake_api, tmp_path, monkeypatch):
-    from jupyter_memory.agent import run_turn
+    from jupyter_memory.agent.loop import run_turn
     from jupyter_memory.recall import last_prefetch
     from jupyter_memory.testing.fake_api import Turn
 

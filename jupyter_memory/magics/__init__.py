@@ -16,10 +16,10 @@ _CLOSE_AT_EXIT: list[bool] = []
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .agent import Agent
-    from .compact import CompactMagics
-    from .context import ContextMagics
-    from .memory import MemoryMagics
+    from jupyter_memory.magics.agent import Agent
+    from jupyter_memory.magics.compact import CompactMagics
+    from jupyter_memory.magics.context import ContextMagics
+    from jupyter_memory.magics.memory import MemoryMagics
 
     agent = Agent(shell=ipython)
     ipython.register_magics(agent)
@@ -32,7 +32,7 @@ def load_ipython_extension(ipython: Any) -> None:
     if protect_agent_line not in cleanup:
         cleanup.append(protect_agent_line)
     if not _CLOSE_AT_EXIT:  # the session's model client is closed when the kernel exits
-        from .state import close_sessions
+        from jupyter_memory.magics.state import close_sessions
 
         atexit.register(close_sessions)
         _CLOSE_AT_EXIT.append(True)
@@ -57,7 +57,7 @@ def protect_agent_line(lines: list[str]) -> list[str]:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .state import forget_state
+    from jupyter_memory.magics.state import forget_state
 
     forget_state(ipython)
     if protect_agent_line in ipython.input_transformers_cleanup:

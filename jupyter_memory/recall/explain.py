@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..freshness import SECONDS_PER_DAY, age_text
-from ..index import INDEX_NAME, load_for_model, normalize_file, parse_index
-from .conversation import agent_files, budget_used, surfaced_files
-from .limits import SESSION_BUDGET_BYTES
+from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_text
+from jupyter_memory.memdir.index import INDEX_NAME, load_for_model, normalize_file, parse_index
+from jupyter_memory.recall.conversation import agent_files, budget_used, surfaced_files
+from jupyter_memory.recall.limits import SESSION_BUDGET_BYTES
 
 __all__ = [
     "DECISIONS",
@@ -58,8 +58,8 @@ def decision(memory: Any, kind: str, reason: str, path: str, **extra: Any) -> di
 
 
 def _scan_all(memdir: Path) -> list[Any]:
-    from ..scan import scan
-    from .prefetch import scan_cache
+    from jupyter_memory.memdir.scan import scan
+    from jupyter_memory.recall.prefetch import scan_cache
 
     return scan(memdir, limit=None, cache=scan_cache(memdir))
 
@@ -111,7 +111,7 @@ class _Explained:
 
 
 def _explained_index(memdir: Path, session: Any) -> _Explained:
-    from .prefetch import scan_cache
+    from jupyter_memory.recall.prefetch import scan_cache
 
     cache = scan_cache(memdir)
     seen = frozenset(_agent_seen(session, memdir))
@@ -134,7 +134,7 @@ def record_decisions(session: Any, prefetch: Any, limit: int) -> tuple[list[Any]
 
 
 def _explain_index(memdir: Path, cache: Any, seen: frozenset[str]) -> tuple[_Explained, float]:
-    from ..scan import scan
+    from jupyter_memory.memdir.scan import scan
 
     memories = scan(memdir, limit=None, cache=cache)
     try:  # read as the request reads it (text mode), so the cut falls where it does there
@@ -228,7 +228,7 @@ def explain(session: Any, prefetch: Any = None) -> list[dict[str, Any]]:
         return []
     if session.recall_mode != "prefetch":
         return explain_index(session)
-    from .prefetch import last_prefetch
+    from jupyter_memory.recall.prefetch import last_prefetch
 
     latest = last_prefetch(session)
     return list(latest.decisions) if latest is not None else explain_static(session)
