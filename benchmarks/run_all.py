@@ -36,6 +36,7 @@ import bench_jsonl
 import bench_notebook_size
 import bench_resume
 import bench_scan
+import bench_turn
 import bench_widgets
 
 HERE = Path(__file__).resolve().parent
@@ -138,7 +139,8 @@ def assembly_section(quick: bool) -> Section:
         "CPU time, medians of interleaved runs. *assemble* is the cost of each model call "
         "(the session keeps its snapshot of instructions and index); *session start* re-reads "
         "them once (new session, compaction, a memory changed from a front end); *prefetch "
-        "scan* is the per-turn scan of prefetch recall (a `stat` per file, 200 heads, warm).",
+        "scan* is the per-turn scan of prefetch recall (200 heads from a warm cache; the walk "
+        "is kept while no folder of the memdir changed, so no `stat` per file).",
         "",
         bench_assembly.table(res),
     ])
@@ -308,6 +310,45 @@ def widgets_section(quick: bool) -> Section:
     return Section("Widget render time", "python benchmarks/bench_widgets.py", text, [goal])
 
 
+def turn_section(quick: bool) -> Section:
+    sizes = (0, 200, 2000) if quick else (0, 200, 2000, 10_000)
+    res = bench_turn.run(sizes, turns=6 if quick else 15)
+    top, base = res["top"], res["base_size"]
+    text = "\n".join([
+        "Medians over the turns of one session per size and mode: `run_turn` plus the "
+        "cell output it renders, serialised to JSON as the kernel sends it, against the local Messages API server through the real "
+        "SDK, each turn followed by a bare SDK stream call with the same body to the same "
+        "server (interleaved, so machine load hits both alike). CPU time is this process's "
+        "(the server runs in it too, for both); *kernel overhead* is the turn minus the "
+        "bare call. Prefetch mode uses the model selector, so its turns make a side call. "
+        "*First request byte* is when the server read the turn's first request line, from "
+        "the start of the turn (for the bare call: from the call).",
+        "",
+        bench_turn.table(res),
+    ])
+    first = res["first_byte_ms"]
+    bare_first = res["bare_first_byte_ms"]
+    goals = [
+        Goal(f"turn at {base} memories vs a bare SDK call", f"<= {bench_turn.BARE_GOAL:g}x",
+             f"{res['bare_ratio']:.2f}x CPU ({res['bare_ratio_wall']:.2f}x wall)",
+             res["bare_ratio"] <= bench_turn.BARE_GOAL, "<= 8x", res["bare_ratio"] <= 8),
+        Goal(f"turn at {top:,} vs {base} memories (worst mode)",
+             f"<= {bench_turn.GROWTH_GOAL:g}x",
+             f"{res['growth']:.2f}x CPU ({res['growth_wall']:.2f}x wall)",
+             res["growth"] <= bench_turn.GROWTH_GOAL, "<= 2x", res["growth"] <= 2),
+        Goal("connections per session", "1 (index), 2 (prefetch: two calls at once)",
+             ", ".join(f"{c['opened']} ({c['mode']})" for c in res["connections"]
+                       if c["client"].startswith("shared")),
+             res["connections_ok"]),
+        Goal(f"first request byte, {base} memories", f"<= {bench_turn.FIRST_BYTE_GOAL_MS:g} ms "
+             "after the cell starts", f"{first:.2f} ms (bare call: {bare_first:.2f} ms)",
+             first <= bench_turn.FIRST_BYTE_GOAL_MS,
+             f"<= bare call's + {bench_turn.FIRST_BYTE_GOAL_MS:g} ms", res["first_byte_floor_ok"]),
+    ]
+    return Section("A turn's cost beyond the model's (issue 20)", "python benchmarks/bench_turn.py",
+                   text, goals)
+
+
 SECTIONS: list[Callable[[bool], Section]] = [
     scan_section,
     assembly_section,
@@ -317,6 +358,7 @@ SECTIONS: list[Callable[[bool], Section]] = [
     notebook_size_section,
     cost_section,
     widgets_section,
+    turn_section,
 ]
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.agent.loop import TurnEvents, make_client, run_turn
+from jupyter_memory.agent.client import make_client
+from jupyter_memory.agent.loop import TurnEvents, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints, digest
 from jupyter_memory.context.request_parts import request_body
@@ -292,7 +293,7 @@ def test_cache_reads_dominate_a_long_session(fake_api, project):
 
 
 def test_no_model_configured_explains_how_to_connect(project, monkeypatch):
-    from jupyter_memory.agent.loop import NoModelConfigured
+    from jupyter_memory.agent.client import NoModelConfigured
 
     with pytest.raises(NoModelConfigured, match="ANTHROPIC_API_KEY"):
         make_client({})

@@ -55,6 +55,7 @@ from jupyter_memory.memdir.fsutil import atomic_write
 from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.scan import manifest, scan
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
+from jupyter_memory.recall.prefetch import scan_cache
 
 __all__ = [
     "BREAKER_LIMIT",
@@ -636,7 +637,8 @@ class ExtractionHook:
             new = self._since_cursor(request.messages)
             team_store = _nested_team(session, memdir) if area is None else None
             prompt = extraction_prompt(
-                len(new), manifest(scan(memdir)), str(memdir), session.today(),
+                len(new), manifest(scan(memdir, cache=scan_cache(memdir))), str(memdir),
+                session.today(),
                 maintain_index=session.config.maintain_index, max_calls=self.max_calls,
                 team=team_store is not None)
             first = {"role": "user", "content": [{"type": "text", "text": prompt}]}

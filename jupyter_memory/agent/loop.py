@@ -9,8 +9,7 @@ rolled back so the cell can simply be run again.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,37 +28,6 @@ TURN_MIME = "application/vnd.jupyter-memory.turn+json"
 PREFETCH_WAIT_SECONDS = 60.0
 #: 2: requests as references to content-addressed ``parts`` (request_parts.py); 1: whole bodies.
 RECORD_VERSION = 2
-
-
-class NoModelConfigured(JupyterMemoryError):
-    """Neither an API key nor a base URL: there is no model to talk to."""
-
-
-CONNECT_HELP = (
-    "No model is connected. Set ANTHROPIC_API_KEY to use Anthropic's API, or set "
-    "ANTHROPIC_BASE_URL to any endpoint that speaks the Messages API (for example the "
-    "offline test server: `python -m jupyter_memory.testing.fake_api`). Memory browsing, "
-    "%context and %%remember with --name/--description/--type work without a model."
-)
-
-
-def make_client(
-    env: Mapping[str, str] | None = None, *, max_retries: int = 2, timeout: float = 600.0
-) -> Any:
-    """An ``anthropic.Anthropic`` client, or ``NoModelConfigured`` with how to fix it."""
-    env = os.environ if env is None else env
-    key = env.get("ANTHROPIC_API_KEY") or None
-    token = env.get("ANTHROPIC_AUTH_TOKEN") or None
-    base_url = env.get("ANTHROPIC_BASE_URL") or None
-    if not key and not token and not base_url:
-        raise NoModelConfigured(CONNECT_HELP)
-    import anthropic
-
-    if not key and not token:
-        key = "no-key-needed"  # a local endpoint; the SDK insists on some credential
-    return anthropic.Anthropic(
-        api_key=key, auth_token=token, base_url=base_url, max_retries=max_retries, timeout=timeout
-    )
 
 
 def _noop(*_: Any) -> None:
@@ -186,7 +154,7 @@ def run_turn(
     if not prompt.strip():
         raise JupyterMemoryError("The prompt is empty: write what you want the agent to do.")
     if client is None:
-        client = session.make_client()
+        client = session.client()
     turn = TurnState(session, prompt, events, client)
     ctx = session.tool_context(on_activate=lambda files: turn.activated.extend(
         session.instructions.render_block(f) for f in files))
@@ -254,15 +222,18 @@ def _call_model(turn: TurnState, client: Any, round_index: int) -> Any:
     session = turn.session
     assembled = session.assemble()
     body = assembled.body
-    entry = {"round": round_index, "digest": digest(body), "breakpoints": count_breakpoints(body),
-             "sent": now_iso(), "body": body}
+    entry = {"round": round_index, "digest": None, "breakpoints": None, "sent": now_iso(),
+             "body": body}
     turn.requests.append(entry)
-    with client.messages.stream(**body) as stream:
-        for event in stream:
-            if event.type == "text":
-                turn.partial_text += event.text
-                turn.events.on_text(event.text)
-        message = stream.get_final_message()
+    try:
+        with client.messages.stream(**body) as stream:
+            for event in stream:
+                if event.type == "text":
+                    turn.partial_text += event.text
+                    turn.events.on_text(event.text)
+            message = stream.get_final_message()
+    finally:  # worked out once the request is on its way, not before it leaves
+        entry.update(digest=digest(body), breakpoints=count_breakpoints(body))
     turn.got_response = True
     usage = Usage.from_api(message.usage)
     turn.usage = turn.usage + usage
@@ -338,18 +309,31 @@ def _close_after_error(turn: TurnState) -> None:
             _append_results(turn, [], uses)
 
 
+#: Most recall decisions a turn record carries: the reference's scan cap. The record goes
+#: into the cell output and the notebook, so it must not grow with the memdir.
+RECORD_DECISIONS = 200
+
+
 def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
-    """Why each memory was or was not in this turn (SPEC §11), and the selector call."""
+    """Why each memory was or was not in this turn (SPEC §11), and the selector call.
+
+    Past :data:`RECORD_DECISIONS` memories, the most telling decisions are kept and the
+    rest counted in ``omitted`` (``%memory why`` lists them all).
+    """
     if session.memdir is None:
         return {"mode": session.recall_mode, "decisions": [], "selector": None}
-    from jupyter_memory.recall import explain
+    from jupyter_memory.recall.explain import record_decisions
 
     prefetch = turn.prefetch
-    return {
+    decisions, omitted = record_decisions(session, prefetch, RECORD_DECISIONS)
+    out: dict[str, Any] = {
         "mode": session.recall_mode,
-        "decisions": explain(session, prefetch),
+        "decisions": decisions,
         "selector": prefetch.to_json() if prefetch is not None else None,
     }
+    if omitted:
+        out["omitted"] = omitted
+    return out
 
 
 def _compact_requests(

@@ -8,6 +8,7 @@ apply, what the conversation holds, and turns that into a ``RequestState`` for
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import platform
 import uuid
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from jupyter_memory.agent.client import SharedClient
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import (
     AssembledRequest,
@@ -129,6 +131,7 @@ class Session:
         self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
         self._team: Any = None
         self._team_index: IndexPart | None = None
+        self._client = SharedClient()
         self.log: Any = None
         if self.config.log_transcript:
             from jupyter_memory.transcript.mirror import SessionLog
@@ -321,14 +324,26 @@ class Session:
         files = [*inst.files, *inst.activated]
         return [InstructionPart(str(f.path), f.scope, inst.render_block(f)) for f in files]
 
-    def make_client(self) -> Any:
-        """The model client for this session (``client_factory`` wins over the environment)."""
-        if self.client_factory is not None:
-            return self.client_factory()
-        from jupyter_memory.agent.loop import make_client
+    def client(self) -> Any:
+        """The model client every call of this session shares (``client_factory`` wins).
 
-        return make_client(self.env, max_retries=self.config.max_retries,
-                           timeout=self.config.timeout)
+        Built on first use and kept, so connections are reused from turn to turn; built
+        again only when the key, token, base URL, timeout, retries or ``client_factory``
+        change. Raises ``NoModelConfigured`` when there is no model to talk to.
+        """
+        return self._client.get(self.env, max_retries=self.config.max_retries,
+                                timeout=self.config.timeout, factory=self.client_factory)
+
+    def make_client(self) -> Any:
+        """The session's shared client: the same object as :meth:`client`."""
+        return self.client()
+
+    def close(self) -> None:
+        """Close the session's client and its connections (kernel shutdown).
+
+        The session stays usable: a later call builds a new client.
+        """
+        self._client.close()
 
     # ------------------------------------------------------------------ recall
 
@@ -373,7 +388,7 @@ class Session:
         return prompts.Environment(
             project_root=str(self.project_root),
             notebook=self.notebook,
-            platform=f"{platform.system()} {platform.machine()}".strip(),
+            platform=_platform_name(),
             python_version=platform.python_version(),
             model=self.config.model,
         )
@@ -412,6 +427,12 @@ class Session:
             counted_tokens=counted_tokens,
             notices=self.trust_notices(),
         )
+
+
+@functools.lru_cache(maxsize=1)
+def _platform_name() -> str:
+    """``"Linux x86_64"``: fixed for the process, and ``platform`` is slow to ask each call."""
+    return f"{platform.system()} {platform.machine()}".strip()
 
 
 def default_cwd(env: Mapping[str, str] | None = None) -> Path:

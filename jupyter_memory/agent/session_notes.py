@@ -383,7 +383,7 @@ class SessionMemory:
         new = messages[start or 0 :] if start is not None else messages
         current = self.read() or template()
         if client is None:
-            client = self.client_factory() if self.client_factory else self.session.make_client()
+            client = self.client_factory() if self.client_factory else self.session.client()
         reply = client.messages.create(
             model=self.session.config.small_model or self.session.config.model,
             max_tokens=UPDATE_MAX_TOKENS,

@@ -530,7 +530,7 @@ def _context(ctx: Context) -> int:
     if ctx.args.count:
         from jupyter_memory.context.tokens import count_tokens_remote
 
-        counted = count_tokens_remote(session.make_client(), assembled.body)
+        counted = count_tokens_remote(session.client(), assembled.body)
     report = session.context_report(counted_tokens=counted)
     ctx.emit({**report.to_json(), "request": assembled.body},
              render_text(report, detail=not ctx.args.brief))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from jupyter_memory.context import prompts
@@ -85,8 +86,19 @@ class Part:
 
 @dataclass(frozen=True)
 class AssembledRequest:
+    """A request body and, on demand, the parts it is made of with their token estimates.
+
+    The parts are for ``%context`` and the compaction budget; a model call needs only the
+    body, so they are worked out the first time they are asked for (from a snapshot of
+    the conversation taken at assembly).
+    """
+
     body: dict[str, Any]
-    parts: tuple[Part, ...]
+    build_parts: Callable[[], tuple[Part, ...]] = field(repr=False, compare=False)
+
+    @cached_property
+    def parts(self) -> tuple[Part, ...]:
+        return self.build_parts()
 
     @property
     def breakpoints(self) -> int:
@@ -161,6 +173,19 @@ def _as_blocks(content: Any) -> list[dict[str, Any]]:
     return [dict(b) for b in content]
 
 
+def _copy_json(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
+    ``copy.deepcopy``; anything else is deep-copied the general way."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy_json(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy_json(v) for v in value]
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
 def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Conversation messages in wire form: metadata stripped, same-role runs merged.
 
@@ -171,7 +196,7 @@ def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]
-        blocks = _as_blocks(copy.deepcopy(message.get("content", [])))
+        blocks = _as_blocks(_copy_json(message.get("content", [])))
         for block in blocks:
             block.pop("cache_control", None)
         if out and out[-1]["role"] == role:
@@ -215,7 +240,8 @@ def assemble(state: RequestState) -> AssembledRequest:
     }
     if tools:
         body["tools"] = tools
-    return AssembledRequest(body=body, parts=tuple(_parts(state, system, tools)))
+    snapshot = replace(state, messages=list(state.messages))
+    return AssembledRequest(body, lambda: tuple(_parts(snapshot, system, tools)))
 
 
 def _parts(
@@ -277,14 +303,24 @@ def _text_of(message: Mapping[str, Any]) -> str:
 def count_breakpoints(body: Mapping[str, Any]) -> int:
     """How many ``cache_control`` markers a request body carries, anywhere."""
 
-    def walk(node: Any) -> int:
-        if isinstance(node, Mapping):
-            return int("cache_control" in node) + sum(walk(v) for v in node.values())
-        if isinstance(node, list):
-            return sum(walk(v) for v in node)
-        return 0
-
-    return walk(body)
+    count = 0
+    stack: list[Any] = [body]
+    while stack:  # a loop, not recursion: this runs on every model call
+        node = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            count += "cache_control" in node
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+        elif kind is str or kind is int or kind is float or kind is bool or node is None:
+            continue  # the leaves, most of a body: no abstract-class check for them
+        elif isinstance(node, Mapping):
+            count += "cache_control" in node
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
 
 
 def cached_prefix(body: Mapping[str, Any]) -> str:

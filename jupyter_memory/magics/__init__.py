@@ -8,8 +8,11 @@ and changes them.
 
 from __future__ import annotations
 
+import atexit
 import re
 from typing import Any
+
+_CLOSE_AT_EXIT: list[bool] = []
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -31,6 +34,12 @@ def load_ipython_extension(ipython: Any) -> None:
     from jupyter_memory.memdir.trust import set_prompter
 
     set_prompter(ask_person)
+
+    if not _CLOSE_AT_EXIT:  # the session's model client is closed when the kernel exits
+        from jupyter_memory.magics.state import close_sessions
+
+        atexit.register(close_sessions)
+        _CLOSE_AT_EXIT.append(True)
 
 
 def ask_person(question: str) -> bool | None:

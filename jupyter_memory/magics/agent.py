@@ -21,7 +21,8 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 from traitlets import Bool, Enum, Float, Int, Unicode, default
 
-from jupyter_memory.agent.loop import NoModelConfigured, TurnEvents, run_turn
+from jupyter_memory.agent.client import NoModelConfigured
+from jupyter_memory.agent.loop import TurnEvents, run_turn
 from jupyter_memory.agent.session import PERMISSION_MODES, RECALL_MODES, AgentConfig
 from jupyter_memory.agent.tools import console_prompt
 from jupyter_memory.context.models import default_model, default_small_model

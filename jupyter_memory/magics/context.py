@@ -49,11 +49,11 @@ class ContextMagics(Magics):
             return None
         counted = None
         if args.count:
-            from jupyter_memory.agent.loop import NoModelConfigured, make_client
+            from jupyter_memory.agent.client import NoModelConfigured
             from jupyter_memory.context.tokens import count_tokens_remote
 
             try:
-                counted = count_tokens_remote(make_client(), session.assemble().body)
+                counted = count_tokens_remote(session.client(), session.assemble().body)
             except NoModelConfigured as exc:
                 print(str(exc))
                 return None

@@ -514,8 +514,8 @@ class MemoryMagics(Magics):
             **Why:** the billing export writes cents.
             **How to apply:** divide by 100 before showing money to people.
         """
+        from jupyter_memory.agent.client import NoModelConfigured
         from jupyter_memory.agent.extraction import describe_error
-        from jupyter_memory.agent.loop import NoModelConfigured
         from jupyter_memory.agent.remember import (
             remember_direct,
             remember_offline,
@@ -544,7 +544,7 @@ class MemoryMagics(Magics):
                 result = remember_offline(store, body, file=args.file, today=today, **fields)
             else:
                 try:
-                    client = session.make_client()
+                    client = session.client()
                 except NoModelConfigured:
                     result = remember_offline(store, body, file=args.file, today=today,
                                               reason="No model is connected.", **fields)

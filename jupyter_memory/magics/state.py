@@ -32,7 +32,21 @@ def state_for(shell: Any) -> KernelState:
 
 
 def forget_state(shell: Any) -> None:
-    _STATES.pop(id(shell), None)
+    """Drop the kernel's state, closing its session's model client."""
+    st = _STATES.pop(id(shell), None)
+    if st is not None and st.session is not None:
+        st.session.close()
+
+
+def close_sessions() -> None:
+    """Close the model client of every kernel session (registered with ``atexit``).
+
+    IPython has no shutdown event; a kernel that shuts down exits its process, and this
+    hook then closes the pooled connections cleanly instead of leaving them to the GC.
+    """
+    for st in list(_STATES.values()):
+        if st.session is not None:
+            st.session.close()
 
 
 def notebook_folder(shell: Any) -> tuple[Path, str | None]:

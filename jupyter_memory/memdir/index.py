@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Literal
 
 from jupyter_memory.memdir.markdown import fence_flags, fence_open_at_end
@@ -90,12 +92,20 @@ class Index:
 
     def files(self) -> set[str]:
         """Normalised files that have at least one pointer line."""
-        return {normalize_file(e.file) for e in self.entries}
+        return set(self.lookup)
 
     def find(self, file: str) -> IndexEntry | None:
         """The first entry pointing at ``file``, or None."""
-        wanted = normalize_file(file)
-        return next((e for e in self.entries if normalize_file(e.file) == wanted), None)
+        return self.lookup.get(normalize_file(file))
+
+    @cached_property
+    def lookup(self) -> Mapping[str, IndexEntry]:
+        """Normalised file -> its first entry, built once: ``find`` for every memory of a
+        large memdir costs one dict look-up each, not a pass over the whole index."""
+        table: dict[str, IndexEntry] = {}
+        for entry in self.entries:
+            table.setdefault(normalize_file(entry.file), entry)
+        return MappingProxyType(table)
 
 
 def _is_pointer_target(target: str) -> bool:

@@ -4,9 +4,14 @@ A scan lists the files with ``stat`` only, sorts them by modification time, keep
 newest ``limit`` and reads the first 30 lines of just those. A :class:`ScanCache` keeps
 each parsed head keyed on path, ``mtime_ns`` and size, so scanning an unchanged memdir
 again (every turn of the agent, every ``%memory``) costs one ``stat`` per file and no
-reads. Nothing here raises for a bad file: an unreadable file is listed with an ``error``
-and bytes that are not UTF-8 are shown as U+FFFD (``doctor`` reports them), because a
-memory that silently vanishes from the list is worse.
+reads. A cache made with ``trust_folders=True`` (the one recall uses every turn) also
+keeps the walk itself while no folder of the memdir changed (``mtime_ns`` of each
+folder), so a turn on an unchanged memdir costs a ``stat`` per folder, not per file;
+results derived from a scan (recall explanations) are kept with :meth:`ScanCache.memo`
+until the walk or ``MEMORY.md`` changes. Nothing here raises for a bad file: an
+unreadable file is listed with an ``error`` and bytes that are not UTF-8 are shown as
+U+FFFD (``doctor`` reports them), because a memory that silently vanishes from the list
+is worse.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ import os
 import stat as stat_mod
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from jupyter_memory.memdir.clock import iso_utc
 from jupyter_memory.memdir.freshness import age_days
@@ -45,6 +51,11 @@ _TEAM_INDEX = "team/" + INDEX_NAME  # the nested team folder's own index is no m
 """Lines read from each file: enough for any real frontmatter."""
 SCAN_LIMIT = 200
 """Most files a scan returns (the newest), as the reference's relevance selector sees."""
+RACY_SECONDS = 2.0
+"""A folder changed this recently may change again within the same timestamp tick, so a
+walk that saw it is not trusted (the next scan walks again), as git treats a racy index."""
+
+T = TypeVar("T")
 
 
 class FileStat:
@@ -90,13 +101,23 @@ class ScanCache:
 
     ``files_read`` counts the files actually opened, so callers (and tests) can see that
     a warm scan read nothing. Safe to share between threads.
+
+    With ``trust_folders`` the walk is reused while every folder keeps its ``mtime_ns``:
+    files added, removed or renamed (every write through ``fsutil.atomic_write``) change
+    it, but a file rewritten in place by another program does not, so such an edit shows
+    at the next change of its folder. Without it (the default) every scan walks again.
+    ``walks`` counts the walks done.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, trust_folders: bool = False) -> None:
+        self.trust_folders = trust_folders
         self._entries: dict[str, tuple[int, int, Memory]] = {}
         self._index: tuple[str, int, int, Index, frozenset[str]] | None = None
+        self._listing: _Listing | None = None
+        self._memo: dict[str, tuple[Hashable, Any, float]] = {}
         self._lock = threading.Lock()
         self.files_read = 0
+        self.walks = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -161,6 +182,56 @@ class ScanCache:
             self._index = (path, st.st_mtime_ns, st.st_size, index, files)
         return index, files
 
+    def files(self, memdir: Path) -> list[FileStat]:
+        """Every topic file of ``memdir``, newest first (ties by name); do not modify."""
+        return self._walk(memdir).files
+
+    def state(self, memdir: Path) -> Hashable:
+        """A token that changes whenever the walk or ``MEMORY.md`` of ``memdir`` changes."""
+        listing = self._walk(memdir)
+        path = os.path.join(os.fspath(memdir), INDEX_NAME)
+        try:
+            st = os.stat(path)
+            index_key: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            index_key = None
+        return (listing.serial, index_key)
+
+    def memo(self, memdir: Path, name: str, extra: Hashable,
+             build: Callable[[], tuple[T, float]]) -> T:
+        """``build()``'s value, kept while the memdir's :meth:`state` and ``extra`` hold.
+
+        ``build`` returns ``(value, expires)``: the value is also rebuilt once the clock
+        passes ``expires`` (a time from ``time.time()``; ages in days change with it).
+        """
+        key = (self.state(memdir), extra)
+        with self._lock:
+            hit = self._memo.get(name)
+        if hit is not None and hit[0] == key and time.time() < hit[2]:
+            return hit[1]  # type: ignore[no-any-return]
+        value, expires = build()
+        with self._lock:
+            self._memo[name] = (key, value, expires)
+        return value
+
+    def _walk(self, memdir: Path) -> _Listing:
+        root = os.fspath(memdir)
+        with self._lock:
+            listing = self._listing
+        if self.trust_folders and listing is not None and listing.root == root \
+                and listing.trusted and _unchanged(listing.folders):
+            return listing
+        files, folders = _list(memdir)
+        files.sort(key=lambda f: (-f.stat.st_mtime_ns, f.file))
+        newest = max((t for _, t in folders if t is not None), default=0)
+        trusted = time.time_ns() - newest > RACY_SECONDS * 1e9
+        with self._lock:
+            serial = (self._listing.serial + 1) if self._listing is not None else 1
+            listing = _Listing(root, tuple(folders), files, trusted, serial)
+            self._listing = listing
+            self.walks += 1
+        return listing
+
     def forget_missing(self, seen: Iterable[str], count: int | None = None) -> None:
         """Drop entries for files that no longer exist, so the cache cannot grow forever.
 
@@ -178,6 +249,33 @@ class ScanCache:
         with self._lock:
             self._entries.clear()
             self._index = None
+            self._listing = None
+            self._memo.clear()
+
+
+class _Listing:
+    """One walk of a memdir: its files sorted newest first and the folder times it saw."""
+
+    __slots__ = ("files", "folders", "root", "serial", "trusted")
+
+    def __init__(self, root: str, folders: tuple[tuple[str, int | None], ...],
+                 files: list[FileStat], trusted: bool, serial: int) -> None:
+        self.root = root
+        self.folders = folders
+        self.files = files
+        self.trusted = trusted
+        self.serial = serial
+
+
+def _unchanged(folders: Iterable[tuple[str, int | None]]) -> bool:
+    for path, mtime in folders:
+        try:
+            now = os.stat(path).st_mtime_ns
+        except OSError:
+            now = None
+        if now != mtime:
+            return False
+    return True
 
 
 def read_document(path: str | os.PathLike[str]) -> Document:
@@ -211,21 +309,33 @@ def list_files(memdir: Path) -> list[FileStat]:
     files of interrupted writes), symlinked folders (no loops, no double listing) and
     symlinks that lead outside the memdir.
     """
+    return _list(memdir)[0]
+
+
+def _list(memdir: Path) -> tuple[list[FileStat], list[tuple[str, int | None]]]:
+    """The files of :func:`list_files` and each folder walked with its ``mtime_ns``
+    (taken before the folder is read, so a change during the walk shows next time; a
+    memdir that does not exist is recorded as ``None`` so its creation shows too)."""
     root = os.path.realpath(memdir)
     found: list[FileStat] = []
-    stack: list[tuple[str, str]] = [(os.fspath(memdir).rstrip("/") or "/", "")]
+    folders: list[tuple[str, int | None]] = []
+    top = os.fspath(memdir).rstrip("/") or "/"
+    stack: list[tuple[str, str]] = [(top, "")]
     while stack:
         folder, prefix = stack.pop()
         try:
             # stat through a folder descriptor: no path walk per file
             fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except OSError:
+            if folder == top:
+                folders.append((folder, None))
             continue
         try:
+            folders.append((folder, os.fstat(fd).st_mtime_ns))
             _list_folder(fd, folder, prefix, root, found, stack)
         finally:
             os.close(fd)
-    return found
+    return found, folders
 
 
 def _list_folder(
@@ -279,8 +389,7 @@ def scan(
     """
     cache = cache if cache is not None else ScanCache()
     clock = time.time() if now is None else now
-    files = list_files(memdir)
-    files.sort(key=lambda f: (-f.stat.st_mtime_ns, f.file))
+    files = cache.files(memdir)
     chosen = files if limit is None else files[: max(limit, 0)]
     pointed = cache.pointed(Path(memdir))
     memories = cache.memories(chosen, pointed, clock)

@@ -15,12 +15,13 @@ exposes, which pointer lines fall past its load limits, and which files are orph
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.memdir.freshness import age_text
+from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_text
 from jupyter_memory.memdir.index import INDEX_NAME, load_for_model, normalize_file, parse_index
 from jupyter_memory.memdir.team import TEAM_PREFIX, scope_of
 from jupyter_memory.recall.conversation import agent_files, budget_used, surfaced_files
@@ -33,6 +34,9 @@ __all__ = [
     "explain_index",
     "explain_static",
     "files_of",
+    "for_record",
+    "next_age_change",
+    "record_decisions",
     "render_explain",
 ]
 
@@ -72,6 +76,13 @@ def _agent_seen(session: Any, memdir: Path) -> set[str]:
     return agent_files(memdir, list(ctx.read_files), set(ctx.written_memdir_files))
 
 
+def next_age_change(memories: Iterable[Any]) -> float:
+    """When the first of ``memories`` turns a day older (``inf`` for none): decisions that
+    carry ages stay true until then."""
+    return min((m.mtime + (m.age_days + 1) * SECONDS_PER_DAY for m in memories),
+               default=math.inf)
+
+
 def explain_index(session: Any) -> list[dict[str, Any]]:
     """Decisions in index mode (path A), without any model call.
 
@@ -79,24 +90,79 @@ def explain_index(session: Any) -> list[dict[str, Any]]:
     ``injected`` (the model sees its hook and may read it, path C); a pointer past the
     200-line / 25,000-character cut is ``truncated``; a file without a pointer is
     ``not_indexed``, invisible here. Pointers to files that do not exist are ``skipped``.
+
+    Every turn records these, so they are kept until the memdir, ``MEMORY.md``, the files
+    the agent has seen or a memory's age in days change; the decision dicts are shared
+    between turns and must not be modified.
     """
     memdir = session.memdir
     if memdir is None:
         return []
-    memdir = Path(memdir)
-    memories = _scan_all(memdir)
-    seen = _agent_seen(session, memdir)
+    return list(_explained_index(Path(memdir), session).decisions)
+
+
+class _Explained:
+    """Index-mode decisions as kept by the scan cache, with their capped forms for records."""
+
+    __slots__ = ("_capped", "decisions")
+
+    def __init__(self, decisions: list[dict[str, Any]]) -> None:
+        self.decisions = decisions
+        self._capped: dict[int, tuple[list[Any], dict[str, int]]] = {}
+
+    def capped(self, limit: int) -> tuple[list[Any], dict[str, int]]:
+        hit = self._capped.get(limit)
+        if hit is None:
+            hit = self._capped[limit] = for_record(self.decisions, limit)
+        return list(hit[0]), dict(hit[1])
+
+
+def _explained_index(memdir: Path, session: Any) -> _Explained:
+    from jupyter_memory.recall.prefetch import scan_cache
+
+    cache = scan_cache(memdir)
+    seen = frozenset(_agent_seen(session, memdir))
+    team_dir = getattr(session, "team_dir", None)
+    team = Path(team_dir) if team_dir is not None else None
+    if team is not None and not team.is_relative_to(memdir):
+        # A team folder elsewhere (teamMemoryDirectory) changes without the memdir's
+        # mtimes moving, so its decisions are worked out afresh every time.
+        return _explain_index(memdir, cache, seen, team)[0]
+    return cache.memo(memdir, f"explain_index:{team}", seen,
+                      lambda: _explain_index(memdir, cache, seen, team))
+
+
+def record_decisions(session: Any, prefetch: Any, limit: int) -> tuple[list[Any], dict[str, int]]:
+    """What a turn record carries: :func:`explain`'s decisions capped by :func:`for_record`,
+    from cached data, so a turn costs the same on a memdir of 200 or 10,000 files."""
+    if prefetch is not None:
+        capped = getattr(prefetch, "record_decisions", None)
+        if capped is not None:
+            return capped(limit)  # type: ignore[no-any-return]
+        return for_record(list(prefetch.decisions), limit)
+    if session.memdir is None:
+        return [], {}
+    if session.recall_mode != "prefetch":
+        return _explained_index(Path(session.memdir), session).capped(limit)
+    return for_record(explain(session), limit)
+
+
+def _explain_index(
+    memdir: Path, cache: Any, seen: frozenset[str], team: Path | None
+) -> tuple[_Explained, float]:
+    from jupyter_memory.memdir.team import scan_all
+
+    memories = scan_all(memdir, limit=None, cache=cache)
     private = [m for m in memories if m.scope != "team"]
     out = _explain_one(private, memdir / INDEX_NAME, "", seen)
-    team_dir = getattr(session, "team_dir", None)
-    if team_dir is not None:
+    if team is not None:
         shared = [m for m in memories if m.scope == "team"]
-        out += _explain_one(shared, Path(team_dir) / INDEX_NAME, TEAM_PREFIX, seen)
-    return out
+        out += _explain_one(shared, team / INDEX_NAME, TEAM_PREFIX, seen)
+    return _Explained(out), next_age_change(memories)
 
 
 def _explain_one(
-    memories: list[Any], index_path: Path, prefix: str, seen: set[str]
+    memories: list[Any], index_path: Path, prefix: str, seen: frozenset[str]
 ) -> list[dict[str, Any]]:
     """Path-A decisions for the memories of one index (the private or the team one)."""
     name = f"{prefix}{INDEX_NAME}"
@@ -196,6 +262,33 @@ def explain(session: Any, prefetch: Any = None) -> list[dict[str, Any]]:
 
     latest = last_prefetch(session)
     return list(latest.decisions) if latest is not None else explain_static(session)
+
+
+def for_record(
+    decisions: Sequence[Mapping[str, Any]], limit: int
+) -> tuple[list[Mapping[str, Any]], dict[str, int]]:
+    """At most ``limit`` decisions for a turn record, and how many of each kind were left out.
+
+    A turn record travels in the cell output and the saved notebook, so it must not grow
+    with the memdir: the decisions kept are the most telling ones (in the order of
+    :data:`DECISIONS`, injected first; each kind in its original order), and the rest are
+    counted. ``%memory why`` still lists every memory.
+    """
+    if len(decisions) <= limit:
+        return list(decisions), {}
+    buckets: dict[str, list[Mapping[str, Any]]] = {}
+    for d in decisions:
+        buckets.setdefault(str(d.get("decision")), []).append(d)
+    kept: list[Mapping[str, Any]] = []
+    omitted: dict[str, int] = {}
+    order = [*DECISIONS, *sorted(k for k in buckets if k not in DECISIONS)]
+    for kind in order:
+        group = buckets.get(kind, [])
+        room = max(limit - len(kept), 0)
+        kept.extend(group[:room])
+        if len(group) > room:
+            omitted[kind] = len(group) - room
+    return kept, omitted
 
 
 # ----------------------------------------------------------------------------- rendering

@@ -14,16 +14,18 @@ in here raises into the turn: a failing selector becomes a ``skipped`` decision.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.memdir.freshness import age_days
-from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, list_files, manifest
+from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_days
+from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, manifest
 from jupyter_memory.memdir.team import scan_all
 from jupyter_memory.recall.attach import attachment_message
 from jupyter_memory.recall.conversation import (
@@ -108,13 +110,35 @@ _LAST_CAP = 16
 _STATE_LOCK = threading.Lock()
 
 
+def _overflow_decisions(
+    cache: ScanCache, memdir: Path, shown: frozenset[str]
+) -> tuple[list[dict[str, Any]], float]:
+    """``skipped`` decisions for the files past the selector's manifest, and when the
+    first of their ages changes (they are kept until then or until the memdir changes)."""
+    now = time.time()
+    out = []
+    expires = math.inf
+    for f in cache.files(memdir):
+        if f.file in shown:
+            continue
+        mtime = f.stat.st_mtime
+        age = age_days(mtime, now)
+        expires = min(expires, mtime + (age + 1) * SECONDS_PER_DAY)
+        out.append(decision(
+            f.file, "skipped",
+            f"not among the {SCAN_LIMIT} newest memories the selector is shown", "B",
+            age_days=age, bytes=f.stat.st_size))
+    return out, expires
+
+
 def scan_cache(memdir: Path) -> ScanCache:
-    """One :class:`ScanCache` per memdir, so every turn's scan re-reads only changed files."""
+    """One :class:`ScanCache` per memdir, so every turn's scan re-reads only changed files
+    and walks the memdir again only when one of its folders changed."""
     key = str(memdir)
     with _STATE_LOCK:
         cache = _CACHES.get(key)
         if cache is None:
-            cache = _CACHES[key] = ScanCache()
+            cache = _CACHES[key] = ScanCache(trust_folders=True)
         return cache
 
 
@@ -298,13 +322,9 @@ class Prefetch:
         memories = scan_all(memdir, limit=SCAN_LIMIT, cache=cache)  # private + team/…
         overflow: list[dict[str, Any]] = []
         if len(memories) >= SCAN_LIMIT:
-            shown = {m.file for m in memories}
-            rest = sorted((f for f in list_files(memdir) if f.file not in shown),
-                          key=lambda f: (-f.stat.st_mtime_ns, f.file))
-            overflow = [decision(
-                f.file, "skipped",
-                f"not among the {SCAN_LIMIT} newest memories the selector is shown", "B",
-                age_days=age_days(f.stat.st_mtime), bytes=f.stat.st_size) for f in rest]
+            shown = frozenset(m.file for m in memories)
+            overflow = cache.memo(memdir, "prefetch_overflow", shown,
+                                  lambda: _overflow_decisions(cache, memdir, shown))
         with self._lock:
             self._manifest = memories
             self._overflow = overflow
@@ -414,7 +434,24 @@ class Prefetch:
                     for m in memories]
         return [dict(d) for d in self._skip_decisions]
 
-    def _decisions(self) -> list[dict[str, Any]]:
+    def record_decisions(self, limit: int) -> tuple[list[Any], dict[str, int]]:
+        """At most ``limit`` decisions for the turn record and the counts of those left out
+        (:func:`.explain.for_record`), without a pass over every memory: the files past
+        the manifest are all ``skipped``, so they are counted, not sorted."""
+        from jupyter_memory.recall.explain import for_record
+
+        with self._lock:
+            if self.status == "skipped":
+                return for_record(self._decisions_for_skip(), limit)
+            overflow = self._overflow
+            head = self._decisions(include_overflow=False)
+        kept, omitted = for_record([*head, *overflow[:limit]], limit)
+        rest = len(overflow) - min(len(overflow), limit)
+        if rest:
+            omitted["skipped"] = omitted.get("skipped", 0) + rest
+        return kept, omitted
+
+    def _decisions(self, *, include_overflow: bool = True) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         running = self.status == "running"
         for memory in self._manifest:
@@ -441,7 +478,8 @@ class Prefetch:
             else:
                 out.append(decision(memory, "not_selected",
                                     self._selector_words(file, note=False), "B"))
-        out.extend(dict(d) for d in self._overflow)
+        if include_overflow:
+            out.extend(self._overflow)  # shared between turns (ScanCache.memo): read-only
         for name in self._unknown:
             out.append(decision(name, "filtered",
                                 "named by the selector but not in the manifest it was shown; "

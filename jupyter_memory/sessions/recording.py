@@ -720,7 +720,7 @@ class Recorder:
         if self._previous_factory is not None:
             inner = self._previous_factory()
         else:
-            from jupyter_memory.agent.loop import make_client
+            from jupyter_memory.agent.client import make_client
 
             config = self.session.config
             inner = make_client(self.session.env, max_retries=config.max_retries,

@@ -790,6 +790,9 @@ class RecordedRequest:
     body: Any
     time: float
     status: int | None = None
+    #: ``time.perf_counter()`` when the request line arrived: compare with the same clock
+    #: in the client's process to see how long a request took to leave it.
+    received: float = 0.0
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -1047,6 +1050,10 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self.server.fake._connection_opened(self.connection)
 
+    def parse_request(self) -> bool:
+        self.received = time.perf_counter()  # the request line has just been read
+        return super().parse_request()
+
     def finish(self) -> None:
         try:
             super().finish()
@@ -1108,8 +1115,14 @@ class FakeAnthropic:
         *,
         min_cache_tokens: int = 0,
         responder: Callable[[dict[str, Any]], Turn | None] | None = None,
+        connection_delay: float = 0.0,
     ) -> None:
+        if connection_delay < 0:
+            raise ValueError("fake_api: connection_delay is in seconds and cannot be negative")
         self.host = host
+        #: Seconds each new connection waits before its first request is read, as a TLS
+        #: handshake with a distant endpoint would; a reused connection pays nothing.
+        self.connection_delay = connection_delay
         self._requested_port = port
         self.clock: Callable[[], float] = clock or time.monotonic
         self.cache = PromptCache(self.clock, min_cache_tokens)
@@ -1121,6 +1134,7 @@ class FakeAnthropic:
         self._failures: list[str] = []
         self._counters = {"request": 0, "message": 0, "tool": 0, "turn": 0}
         self._connections: set[socket.socket] = set()
+        self._accepted = 0
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -1247,9 +1261,24 @@ class FakeAnthropic:
 
     # ----- internals
 
+    @property
+    def connections_opened(self) -> int:
+        """Connections accepted since the server started (HTTP/1.1 keep-alive reuses them)."""
+        with self._lock:
+            return self._accepted
+
+    @property
+    def connections_open(self) -> int:
+        """Connections open right now."""
+        with self._lock:
+            return len(self._connections)
+
     def _connection_opened(self, conn: socket.socket) -> None:
         with self._lock:
             self._connections.add(conn)
+            self._accepted += 1
+        if self.connection_delay:
+            time.sleep(self.connection_delay)
 
     def _connection_closed(self, conn: socket.socket) -> None:
         with self._lock:
@@ -1273,7 +1302,8 @@ class FakeAnthropic:
         headers = {
             k.lower(): v for k, v in handler.headers.items() if k.lower() not in _REDACTED_HEADERS
         }
-        record = RecordedRequest(handler.command, path, headers, body, time.time())
+        record = RecordedRequest(handler.command, path, headers, body, time.time(),
+                                 received=getattr(handler, "received", 0.0))
         with self._lock:
             self._requests.append(record)
         try:
@@ -1490,6 +1520,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--echo", action="store_true", help="when the script runs out, echo the last user message"
     )
     parser.add_argument("--min-cache-tokens", type=int, default=0, help="shortest cacheable prefix")
+    parser.add_argument(
+        "--connection-delay", type=float, default=0.0, metavar="SECONDS",
+        help="wait this long on each new connection, as a distant TLS handshake would",
+    )
     args = parser.parse_args(argv)
 
     turns: list[Turn] = []
@@ -1505,6 +1539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.port,
         min_cache_tokens=args.min_cache_tokens,
         responder=echo_responder if args.echo else None,
+        connection_delay=max(args.connection_delay, 0.0),
     )
     server.script(turns)
     try:

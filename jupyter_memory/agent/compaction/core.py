@@ -303,7 +303,7 @@ def _summarise(
     from jupyter_memory.context.assemble import digest
 
     if client is None:
-        client = session.make_client()
+        client = session.client()
     prompt_msg = {"role": "user", "content": [{"type": "text", "text": summary_prompt(instructions)}]}
     work = list(history)
     dropped = 0
