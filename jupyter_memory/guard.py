@@ -6,12 +6,20 @@ often end up in backups or git. A key pasted into a conversation must not become
 reliable) and for ``password=…``-style assignments of a literal value (which need
 judgement), and it errs toward silence on prose and placeholders: "we rotate the password
 monthly", ``api_key=os.environ["KEY"]`` and ``<your-key>`` pass.
+
+Our own patterns know the shapes secrets take in notes (a PEM key quoted in a Markdown
+blockquote or escaped inside a service-account JSON, a token wrapped over two lines,
+netrc, ``curl -u`` and ``mysql -p`` passwords). Beside them run the vendor-token plugins
+of the maintained ``detect-secrets`` package, so new vendor formats arrive with its
+updates. A secret found once is hidden everywhere it occurs in the text.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .errors import SecretRefused
@@ -113,21 +121,29 @@ def _whole(check: Callable[[str], bool], group: str | int = 0) -> Callable[[re.M
 _B = r"(?<![A-Za-z0-9_-])"  # token start: not glued to a longer word
 _E = r"(?![A-Za-z0-9_-])"
 
+_PEM_BREAK = r"(?:\r?\n(?:[ \t]*>)*|\\r?\\n)"  # newline (+ blockquote marks) or "\n"
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BODY = re.compile(r"(?:" + _PEM_BREAK + r"|[ \t]|[A-Za-z0-9+/=])*")
+
 _ASSIGNED_KEY = (  # the key must END in the keyword: max_tokens, tokenizer, password_hint pass
     r"(?:(?<![A-Za-z0-9])|(?<=[a-z0-9])(?=[A-Z]))"  # DB_PASSWORD, db.password, dbPassword
     r"(?i:password|passwd|passwort|pwd|secret|client[_-]?secret|secret[_-]?key|api[_-]?key|"
     r"apikey|access[_-]?key|private[_-]?key|token|access[_-]?token|auth[_-]?token|"
-    r"refresh[_-]?token|bearer[_-]?token)"
+    r"refresh[_-]?token|bearer[_-]?token|pgpassword|mysql[_-]?pwd)"
 )
 
 _DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "PEM private key",
         re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----[ \t]*\r?\n"
-            r"(?:[A-Za-z-]+:[^\n]*\n|[ \t]*\r?\n){0,6}[ \t]*[A-Za-z0-9+/=]{20,}"
+            # A line break may be real (also inside a "> " blockquote) or a JSON "\n" escape,
+            # as in a cloud service-account file's "private_key" field.
+            r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----[ \t]*" + _PEM_BREAK
+            + r"(?:[A-Za-z-]+:[^\n\\]*" + _PEM_BREAK + r"|[ \t]*" + _PEM_BREAK + r"){0,6}"
+            r"[ \t]*[A-Za-z0-9+/=]{20,}"
         ),
         lambda match: True,
+        "pem",
     ),
     _Detector(
         "Anthropic API key",
@@ -198,7 +214,10 @@ _DETECTORS: tuple[_Detector, ...] = (
         re.compile(
             r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/:@\"'<>]{1,128}:(?P<value>[^\s/@\"'<>]{1,256})@"
         ),
-        _whole(lambda value: not _placeholder(value) and not value.startswith("$"), "value"),
+        _whole(
+            lambda value: len(value) >= 4 and not _placeholder(value) and not value.startswith("$"),
+            "value",
+        ),
         "value",
     ),
     _Detector(
@@ -213,6 +232,92 @@ _DETECTORS: tuple[_Detector, ...] = (
             r"(?i:\bauthorization)[\"']?\s*[:=]\s*[\"']?(?i:basic)[ \t]+(?P<value>[A-Za-z0-9+/]{12,}=*)"
         ),
         _whole(_token_ok, "value"),
+        "value",
+    ),
+    _Detector(
+        "GitHub token",  # wrapped over lines: every continuation line holds only token text
+        re.compile(
+            _B + r"(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{4,}"
+            r"(?:[ \t]*\r?\n(?:[ \t]*>)*[ \t]*[A-Za-z0-9_]{2,}(?=[ \t]*(?:\r?\n|$)))+"
+        ),
+        lambda match: 30 <= len(re.sub(r"[^A-Za-z0-9_]", "", match.group(0))) <= 120
+        and _token_ok(match.group(0)),
+    ),
+    _Detector(
+        "Google OAuth client secret",
+        re.compile(_B + r"GOCSPX-[A-Za-z0-9_-]{20,}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "DigitalOcean token",
+        re.compile(_B + r"do[opr]_v1_[a-f0-9]{64}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "Shopify token",
+        re.compile(_B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "Databricks token",
+        re.compile(_B + r"dapi[a-f0-9]{32}(?:-\d)?" + _E),
+        _whole(_mixed_token),
+    ),
+    _Detector(
+        "npm token",
+        re.compile(_B + r"npm_[A-Za-z0-9]{36}" + _E),
+        _whole(_mixed_token),
+    ),
+    _Detector(
+        "PyPI token",
+        re.compile(_B + r"pypi-AgE[A-Za-z0-9_-]{50,}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "SendGrid API key",
+        re.compile(_B + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "Slack app token",
+        re.compile(_B + r"xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{20,}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "Mailgun API key",
+        re.compile(_B + r"key-[0-9a-f]{32}" + _E),
+        _whole(_mixed_token),
+    ),
+    _Detector(
+        "Grafana service account token",
+        re.compile(_B + r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "netrc password",
+        re.compile(
+            r"\b(?:machine[ \t]+\S+|default)(?:\s+(?:login|account)[ \t]+\S+)*"
+            r"\s+password[ \t]+(?P<value>[^\s\"']+)"
+        ),
+        _whole(lambda value: not _placeholder(value) and not value.startswith("$"), "value"),
+        "value",
+    ),
+    _Detector(
+        "command-line password",  # curl -u user:pass, curl --user=user:pass
+        re.compile(
+            r"\bcurl\b[^\n]*?[ \t](?:-u[ \t]*|--user[ \t=]+)[\"']?[^\s:\"']*:"
+            r"(?P<value>[^\s\"']{4,})"
+        ),
+        _whole(lambda value: not _placeholder(value) and not value.startswith("$"), "value"),
+        "value",
+    ),
+    _Detector(
+        "command-line password",  # mysql -pSECRET (the value is glued to -p)
+        re.compile(
+            r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b[^\n]*?"
+            r"[ \t]-p(?P<value>[^\s\"']{4,})"
+        ),
+        _whole(lambda value: not _placeholder(value) and not value.startswith("$"), "value"),
         "value",
     ),
     _Detector(
@@ -231,7 +336,22 @@ _DETECTORS: tuple[_Detector, ...] = (
 )
 
 
+def _pem_end(text: str, match: re.Match[str]) -> int:
+    """Where a private key found at ``match`` ends: its END line, else its last body line.
+
+    The whole key is the secret: hiding only its first line would leave the rest of it
+    in the redacted text.
+    """
+    end = _PEM_END.search(text, match.end(), match.end() + 64 * 1024)
+    if end is not None:
+        return end.end()
+    body = _PEM_BODY.match(text, match.end())
+    return match.end() if body is None else len(text[: body.end()].rstrip(" \t\r\n>\\"))
+
+
 def _secret_span(detector: _Detector, match: re.Match[str]) -> tuple[int, int]:
+    if detector.group == "pem":
+        return match.start(), max(match.end(), _pem_end(match.string, match))
     if detector.group == "secret":
         name = "quoted" if match["quoted"] is not None else "bare"
         start, end = match.span(name)
@@ -270,17 +390,87 @@ def _excerpt(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> s
     return line
 
 
+# ------------------------------------------------------------------ detect-secrets
+
+#: The vendor-token plugins of ``detect-secrets`` we run (module, class). Its keyword,
+#: entropy, IP-address, basic-auth, JWT and private-key plugins are left out: our own
+#: detectors cover those shapes with the placeholder rules notes need.
+_DS_PLUGINS = (
+    ("aws", "AWSKeyDetector"), ("azure_storage_key", "AzureStorageKeyDetector"),
+    ("artifactory", "ArtifactoryDetector"), ("cloudant", "CloudantDetector"),
+    ("discord", "DiscordBotTokenDetector"), ("github_token", "GitHubTokenDetector"),
+    ("gitlab_token", "GitLabTokenDetector"), ("ibm_cloud_iam", "IbmCloudIamDetector"),
+    ("ibm_cos_hmac", "IbmCosHmacDetector"), ("mailchimp", "MailchimpDetector"),
+    ("npm", "NpmDetector"), ("openai", "OpenAIDetector"), ("pypi_token", "PypiTokenDetector"),
+    ("sendgrid", "SendGridDetector"), ("slack", "SlackDetector"),
+    ("softlayer", "SoftlayerDetector"), ("square_oauth", "SquareOAuthDetector"),
+    ("stripe", "StripeDetector"), ("telegram_token", "TelegramBotTokenDetector"),
+    ("twilio", "TwilioKeyDetector"),
+)  # fmt: skip
+_WORD_CHAR = re.compile(r"[A-Za-z0-9_]")
+
+
+@functools.lru_cache(maxsize=1)
+def _maintained_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """(kind, pattern) of every detect-secrets vendor plugin; loaded once, on first use."""
+    patterns: list[tuple[str, re.Pattern[str]]] = []
+    for module, name in _DS_PLUGINS:
+        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
+        kind = str(plugin.secret_type)
+        patterns.extend((kind, regex) for regex in plugin().denylist)
+    return tuple(patterns)
+
+
+def _maintained_hits(text: str) -> Iterator[tuple[int, int, str]]:
+    """Spans the detect-secrets plugins flag, trimmed to the secret itself."""
+    for kind, regex in _maintained_patterns():
+        for match in regex.finditer(text):
+            groups = [i for i in range(1, (regex.groups or 0) + 1) if match.group(i)]
+            if groups:
+                start, end = match.span(groups[-1])
+            else:
+                start, end = match.span()
+                while start < end and text[start] in " \t\r\n=:\"'":
+                    start += 1
+                while end > start and text[end - 1] in " \t\r\n\"'":
+                    end -= 1
+                glued = (start > 0 and _WORD_CHAR.match(text[start - 1])) or (
+                    end < len(text) and _WORD_CHAR.match(text[end])
+                )
+                if glued:  # a fragment of a longer word or hash, not a token
+                    continue
+            secret = text[start:end]
+            if len(secret) >= 8 and _token_ok(secret):
+                yield start, end, kind
+
+
+# ------------------------------------------------------------------ finding
+
+
 def find_secrets(text: str) -> list[SecretFinding]:
-    """Every suspected credential in ``text``, in order; overlapping hits are reported once."""
+    """Every suspected credential in ``text``, in order; overlapping hits are reported once.
+
+    A secret found in one place is reported wherever else the same string occurs, so
+    :func:`redact` hides every copy (a key pasted twice, or echoed in a later line).
+    """
     hits: list[tuple[int, int, str]] = []
+
+    def add(start: int, end: int, kind: str) -> None:
+        if start < end and not any(start < h_end and h_start < end for h_start, h_end, _ in hits):
+            hits.append((start, end, kind))  # else a more specific detector reported it
+
     for detector in _DETECTORS:
         for match in detector.pattern.finditer(text):
-            if not detector.accept(match):
-                continue
-            start, end = _secret_span(detector, match)
-            if any(start < h_end and h_start < end for h_start, h_end, _ in hits):
-                continue  # a more specific detector already reported this text
-            hits.append((start, end, detector.kind))
+            if detector.accept(match):
+                add(*_secret_span(detector, match), detector.kind)
+    for start, end, kind in _maintained_hits(text):
+        add(start, end, kind)
+    for start, end, kind in list(hits):  # every other copy of each secret
+        secret = text[start:end]
+        position = text.find(secret)
+        while position >= 0:
+            add(position, position + len(secret), kind)
+            position = text.find(secret, position + 1)
     hits.sort()
     spans = [(start, end) for start, end, _ in hits]
     return [

@@ -393,6 +393,7 @@ class MemoryStore:
                 slug = slug[len(kind) + 1 :]
             rel = f"{kind}_{slug}.md"
         path = self.resolve(rel)
+        _check_fields(rel, name=name, description=description, body=body, hook=hook)
         warnings: list[str] = []
         if not description:
             warnings.append(
@@ -473,6 +474,7 @@ class MemoryStore:
             changes["type"] = _check_type(type)
         if provenance is not None and self.mark_provenance:
             changes[PROVENANCE_FIELD] = _check_provenance(provenance)
+        _check_fields(rel, name=name, description=description, body=body, hook=hook)
         warnings: list[str] = []
         if not path.exists():  # checked before the lock too, so a miss creates nothing
             self._read_for_update(path, rel)
@@ -559,6 +561,7 @@ class MemoryStore:
         if rel == INDEX_NAME:
             return self.write_index(text)
         path = self.resolve(rel)
+        _check_fields(rel, text=text)
         doc = frontmatter.parse(text)
         final = text
         if doc.has_frontmatter:
@@ -593,6 +596,7 @@ class MemoryStore:
         new_rel = self.normalize(new_file)
         src = self.resolve(rel)
         dst = self.resolve(new_rel)
+        _check_fields(new_rel)
         if rel == new_rel:
             raise InvalidPath(f"{rel} would be renamed to itself; give a different new name.")
         if not src.exists():
@@ -653,6 +657,21 @@ def _check_size(text: str, where: str) -> None:
             "Keep one short fact per file and point to where bulky data lives instead of "
             "copying it in. Nothing was written."
         )
+
+
+def _check_fields(rel: str, **fields: str | None) -> None:
+    """Run the credential guard on the file name and on each field as the person gave it.
+
+    Checking fields one by one (before the whole file is checked again) means a refusal
+    names the line of what was typed, not of the generated file with its header, and
+    that fields which never reach the file body — the index line's hook, the file name
+    — are checked too.
+    """
+    check_no_secrets(rel, f"the file name {rel!r}")
+    labels = {"text": f"memory {rel}", "hook": f"the index line (hook) of memory {rel}"}
+    for key, value in fields.items():
+        if value:
+            check_no_secrets(value, labels.get(key, f"the {key} of memory {rel}"))
 
 
 def _marked(text: str, doc: frontmatter.Document, changes: dict[str, Any]) -> str:
