@@ -19,9 +19,10 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from .errors import InvalidPath
 from .freshness import age_days
 from .frontmatter import Document, parse
-from .fsutil import read_head
+from .fsutil import read_head, read_no_follow
 from .index import INDEX_NAME, Index, normalize_file, parse_index
 from .memory import Memory, iso_utc
 
@@ -190,9 +191,9 @@ def read_document(path: str | os.PathLike[str]) -> Document:
 
 def read_index(memdir: Path) -> Index:
     """Parse ``<memdir>/MEMORY.md``; a missing or unreadable index is an empty one."""
-    try:
-        raw = (memdir / INDEX_NAME).read_bytes()
-    except OSError:
+    try:  # never through a link: it could pull any file on disk into every request
+        raw = read_no_follow(memdir / INDEX_NAME)
+    except (OSError, InvalidPath):
         return parse_index("")
     return parse_index(raw.decode("utf-8", errors="replace"))
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from . import frontmatter
 from .errors import InvalidPath, JupyterMemoryError, MemoryExists, MemoryNotFound
-from .fsutil import atomic_write, memdir_lock
+from .fsutil import atomic_write, memdir_lock, read_no_follow, refuse_symlink
 from .guard import check_no_secrets
 from .index import INDEX_NAME, IndexCheck, check, parse_index, remove_entry, upsert_entry
 from .index import rename_entry as _rename_entry
@@ -41,6 +41,7 @@ from .scan import ScanCache, describe, scan
 __all__ = ["AmbiguousMemory", "InvalidMemory", "MemoryStore", "WriteResult", "slugify"]
 
 _MAX_NAME_BYTES = 255
+_INDEX_WHAT = f"The memory index {INDEX_NAME}"
 _SLUG_CHARS = 60
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -317,9 +318,9 @@ class MemoryStore:
             raise MemoryNotFound(self._not_found(self.normalize(file), self.list())) from None
 
     def read_index(self) -> str:
-        """The raw ``MEMORY.md`` text ('' when there is none)."""
+        """The raw ``MEMORY.md`` text ('' when there is none); a symlinked index is refused."""
         try:
-            return self.index_path.read_bytes().decode("utf-8", errors="replace")
+            return read_no_follow(self.index_path, _INDEX_WHAT).decode("utf-8", errors="replace")
         except FileNotFoundError:
             return ""
 
@@ -333,6 +334,8 @@ class MemoryStore:
         root beside the project's default memdir.
         """
         with memdir_lock(self.memdir, timeout=self.lock_timeout):
+            # Checked before any write, so a change never stops half way at the index.
+            refuse_symlink(self.index_path, _INDEX_WHAT)
             if not self._root_recorded:
                 location = self.location
                 if (
@@ -347,13 +350,18 @@ class MemoryStore:
     def read_index_for_edit(self) -> str:
         """``MEMORY.md`` decoded so that writing it back keeps every byte, even invalid UTF-8."""
         try:
-            return self.index_path.read_bytes().decode("utf-8", errors="surrogateescape")
+            raw = read_no_follow(self.index_path, _INDEX_WHAT)
         except FileNotFoundError:
             return ""
+        return raw.decode("utf-8", errors="surrogateescape")
 
     def _save_index(self, before: str, after: str) -> tuple[bool, IndexCheck]:
         if after != before:
-            atomic_write(self.index_path, after.encode("utf-8", errors="surrogateescape"))
+            atomic_write(
+                self.index_path,
+                after.encode("utf-8", errors="surrogateescape"),
+                follow_symlinks=False,
+            )
         return after != before, check(after)
 
     def _provenance(self, value: str | None) -> str:
@@ -587,7 +595,7 @@ class MemoryStore:
         check_no_secrets(text, INDEX_NAME)
         with self.writing():
             created = not self.index_path.exists()
-            atomic_write(self.index_path, text)
+            atomic_write(self.index_path, text, follow_symlinks=False)
         return WriteResult(INDEX_NAME, created, check(text), (), True)
 
     def rename(self, file: str | PurePath, new_file: str | PurePath) -> WriteResult:

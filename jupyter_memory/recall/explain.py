@@ -19,7 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import InvalidPath
 from ..freshness import age_text
+from ..fsutil import read_no_follow
 from ..index import INDEX_NAME, load_for_model, normalize_file, parse_index
 from .conversation import agent_files, budget_used, surfaced_files
 from .limits import SESSION_BUDGET_BYTES
@@ -78,9 +80,9 @@ def explain_index(session: Any) -> list[dict[str, Any]]:
         return []
     memdir = Path(memdir)
     memories = _scan_all(memdir)
-    try:
-        raw = (memdir / INDEX_NAME).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    try:  # a symlinked index is never loaded (fsutil.read_no_follow), so explain none
+        raw = read_no_follow(memdir / INDEX_NAME).decode("utf-8", errors="replace")
+    except (OSError, InvalidPath):
         raw = ""
     index = parse_index(raw)
     loaded = load_for_model(raw)
