@@ -34,7 +34,7 @@ from .errors import InvalidPath, JupyterMemoryError, SecretRefused
 from .fsutil import atomic_write, refuse_symlink
 from .guard import check_no_secrets
 from .index import INDEX_NAME, parse_index, upsert_entry
-from .store import MemoryStore
+from .store import MemoryStore, name_pieces
 
 __all__ = [
     "FORMAT",
@@ -320,7 +320,7 @@ def import_archive(store: MemoryStore, archive: Path, *, overwrite: bool = False
         for rel in sorted(members):  # every check first: a refusal leaves nothing half done
             try:
                 path = _target(store, rel)
-                check_no_secrets(rel, f"the file name {rel!r}")
+                check_no_secrets(name_pieces(rel), f"the file name {rel!r}")
                 check_no_secrets(members[rel].decode("utf-8", errors="replace"), rel)
             except (InvalidPath, SecretRefused) as exc:
                 report.refused.append((rel, str(exc)))

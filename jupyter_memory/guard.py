@@ -80,6 +80,12 @@ def _token_ok(value: str) -> bool:
     return not _TOKEN_PLACEHOLDER.search(value)
 
 
+def _wrapped_token_ok(value: str) -> bool:
+    """A token broken over lines (quote marks and all) that is a real one once joined."""
+    joined = re.sub(r"[^A-Za-z0-9_]", "", value)
+    return 30 <= len(joined) <= 120 and _token_ok(joined)
+
+
 def _mixed_token(value: str) -> bool:
     """A random-looking token: letters and digits, not a placeholder."""
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and _token_ok(value)
@@ -121,7 +127,7 @@ def _whole(check: Callable[[str], bool], group: str | int = 0) -> Callable[[re.M
 _B = r"(?<![A-Za-z0-9_-])"  # token start: not glued to a longer word
 _E = r"(?![A-Za-z0-9_-])"
 
-_PEM_BREAK = r"(?:\r?\n(?:[ \t]*>)*|\\r?\\n)"  # newline (+ blockquote marks) or "\n"
+_PEM_BREAK = r"(?:\r?\n(?:[ \t]*>)*|(?:\\r)?\\n)"  # newline (+ blockquote marks) or "\n"
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_BODY = re.compile(r"(?:" + _PEM_BREAK + r"|[ \t]|[A-Za-z0-9+/=])*")
 
@@ -240,8 +246,7 @@ _DETECTORS: tuple[_Detector, ...] = (
             _B + r"(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{4,}"
             r"(?:[ \t]*\r?\n(?:[ \t]*>)*[ \t]*[A-Za-z0-9_]{2,}(?=[ \t]*(?:\r?\n|$)))+"
         ),
-        lambda match: 30 <= len(re.sub(r"[^A-Za-z0-9_]", "", match.group(0))) <= 120
-        and _token_ok(match.group(0)),
+        lambda match: _wrapped_token_ok(match.group(0)),
     ),
     _Detector(
         "Google OAuth client secret",

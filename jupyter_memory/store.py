@@ -667,6 +667,19 @@ def _check_size(text: str, where: str) -> None:
         )
 
 
+def name_pieces(rel: str) -> str:
+    """A file name as text the guard can scan: each part, and each tail after ``_`` or ``-``.
+
+    Token detectors want a token to start a word, but a name such as
+    ``token_ghp_….md`` glues it to the words before it.
+    """
+    pieces: list[str] = []
+    for part in re.split(r"[/.]", rel):
+        pieces.append(part)
+        pieces += [part[m.end() :] for m in re.finditer(r"[_-]", part)]
+    return "\n".join(piece for piece in pieces if piece)
+
+
 def _check_fields(rel: str, **fields: str | None) -> None:
     """Run the credential guard on the file name and on each field as the person gave it.
 
@@ -675,7 +688,7 @@ def _check_fields(rel: str, **fields: str | None) -> None:
     that fields which never reach the file body — the index line's hook, the file name
     — are checked too.
     """
-    check_no_secrets(rel, f"the file name {rel!r}")
+    check_no_secrets(name_pieces(rel), f"the file name {rel!r}")
     labels = {"text": f"memory {rel}", "hook": f"the index line (hook) of memory {rel}"}
     for key, value in fields.items():
         if value:
