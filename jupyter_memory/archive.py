@@ -34,7 +34,7 @@ from .errors import InvalidPath, JupyterMemoryError, SecretRefused
 from .fsutil import atomic_write, refuse_symlink
 from .guard import check_no_secrets
 from .index import INDEX_NAME, parse_index, upsert_entry
-from .store import MemoryStore, name_pieces
+from .store import MemoryStore, check_file_name, masked_file_name
 
 __all__ = [
     "FORMAT",
@@ -318,12 +318,13 @@ def import_archive(store: MemoryStore, archive: Path, *, overwrite: bool = False
         refuse_symlink(store.index_path, f"The memory index {INDEX_NAME}")
         targets: dict[str, Path] = {}
         for rel in sorted(members):  # every check first: a refusal leaves nothing half done
+            shown = masked_file_name(rel)  # a name holding a secret is never echoed
             try:
                 path = _target(store, rel)
-                check_no_secrets(name_pieces(rel), f"the file name {rel!r}")
-                check_no_secrets(members[rel].decode("utf-8", errors="replace"), rel)
+                check_file_name(rel)
+                check_no_secrets(members[rel].decode("utf-8", errors="replace"), shown)
             except (InvalidPath, SecretRefused) as exc:
-                report.refused.append((rel, str(exc)))
+                report.refused.append((shown, str(exc)))
                 continue
             _check_target(store, rel, path)
             targets[rel] = path

@@ -31,7 +31,7 @@ from typing import Any
 from . import frontmatter
 from .errors import InvalidPath, JupyterMemoryError, MemoryExists, MemoryNotFound
 from .fsutil import atomic_write, memdir_lock, read_no_follow, refuse_symlink
-from .guard import check_no_secrets
+from .guard import check_no_secrets, find_secrets
 from .index import INDEX_NAME, IndexCheck, check, parse_index, remove_entry, upsert_entry
 from .index import rename_entry as _rename_entry
 from .memory import MEMORY_TYPES, PROVENANCE_FIELD, PROVENANCES, Memory, iso_utc
@@ -680,6 +680,22 @@ def name_pieces(rel: str) -> str:
     return "\n".join(piece for piece in pieces if piece)
 
 
+def masked_file_name(rel: str) -> str:
+    """``rel`` with every credential in it replaced, safe to show in a message or report."""
+    pieces = name_pieces(rel)
+    secrets = {pieces[f.start : f.end] for f in find_secrets(pieces)}
+    for secret in sorted(secrets, key=len, reverse=True):
+        rel = rel.replace(secret, "[REDACTED]")
+    return rel
+
+
+def check_file_name(rel: str) -> None:
+    """Refuse a file name holding a credential; the message never repeats the secret."""
+    pieces = name_pieces(rel)
+    if find_secrets(pieces):
+        check_no_secrets(pieces, f"the file name {masked_file_name(rel)!r}")
+
+
 def _check_fields(rel: str, **fields: str | None) -> None:
     """Run the credential guard on the file name and on each field as the person gave it.
 
@@ -688,7 +704,7 @@ def _check_fields(rel: str, **fields: str | None) -> None:
     that fields which never reach the file body — the index line's hook, the file name
     — are checked too.
     """
-    check_no_secrets(name_pieces(rel), f"the file name {rel!r}")
+    check_file_name(rel)
     labels = {"text": f"memory {rel}", "hook": f"the index line (hook) of memory {rel}"}
     for key, value in fields.items():
         if value:

@@ -270,9 +270,18 @@ def test_cli_add_checks_the_hook(memdir: Path, run_cli: Cli) -> None:
 
 def test_agent_write_tool_checks_the_file_name(memdir: Path, project: Path) -> None:
     store = MemoryStore(memdir)
-    with pytest.raises(SecretRefused, match="file name"):
-        store.write_file("key_" + GH_TOKEN + ".md", "---\nname: k\n---\nnothing secret\n")
+    ctx = ToolContext(project_root=project, memdir=memdir, store=store)
+    result = default_registry().run(
+        "Write",
+        {"file_path": str(memdir / ("key_" + GH_TOKEN + ".md")),
+         "content": "---\nname: k\n---\nnothing secret\n"},
+        ctx,
+    )
+    assert result.is_error and "file name" in result.content
+    assert GH_TOKEN not in result.content
     assert list(memdir.glob("*.md")) == []
+    with pytest.raises(SecretRefused, match="file name"):
+        store.write_file("key-" + GH_TOKEN + ".md", "---\nname: k\n---\nnothing secret\n")
 
 
 def test_import_checks_file_names(memdir: Path, tmp_path: Path) -> None:
@@ -282,7 +291,8 @@ def test_import_checks_file_names(memdir: Path, tmp_path: Path) -> None:
         zf.writestr("fine.md", "---\nname: fine\n---\nharmless\n")
     report = import_archive(MemoryStore(memdir), archive)
     assert report.added == ["fine.md"]
-    assert [name for name, _ in report.refused] == ["token_" + GH_TOKEN + ".md"]
+    assert [name for name, _ in report.refused] == ["token_[REDACTED].md"]
+    assert GH_TOKEN not in report.summary()
 
 
 # --------------------------------------------------------------------------- break 5: YAML
