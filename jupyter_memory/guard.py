@@ -16,6 +16,7 @@ updates. A secret found once is hidden everywhere it occurs in the text.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import importlib
 import re
@@ -127,9 +128,12 @@ def _whole(check: Callable[[str], bool], group: str | int = 0) -> Callable[[re.M
 _B = r"(?<![A-Za-z0-9_-])"  # token start: not glued to a longer word
 _E = r"(?![A-Za-z0-9_-])"
 
-_PEM_BREAK = r"(?:\r?\n(?:[ \t]*>)*|(?:\\r)?\\n)"  # newline (+ blockquote marks) or "\n"
+# A line break inside a key: a real one, followed by any blockquote marks ("> > "), or a
+# JSON "\n" escape. No two neighbouring parts can match the same character, so matching
+# stays linear even on megabytes of spaces or quote marks.
+_PEM_BREAK = r"(?:\r?\n|(?:\\r)?\\n)[ \t>]*"
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----")
-_PEM_BODY = re.compile(r"(?:" + _PEM_BREAK + r"|[ \t]|[A-Za-z0-9+/=])*")
+_PEM_BODY = re.compile(r"(?:\r?\n|(?:\\r)?\\n|[ \t>]|[A-Za-z0-9+/=])*")
 
 _ASSIGNED_KEY = (  # the key must END in the keyword: max_tokens, tokenizer, password_hint pass
     r"(?:(?<![A-Za-z0-9])|(?<=[a-z0-9])(?=[A-Z]))"  # DB_PASSWORD, db.password, dbPassword
@@ -144,9 +148,9 @@ _DETECTORS: tuple[_Detector, ...] = (
         re.compile(
             # A line break may be real (also inside a "> " blockquote) or a JSON "\n" escape,
             # as in a cloud service-account file's "private_key" field.
-            r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----[ \t]*" + _PEM_BREAK
-            + r"(?:[A-Za-z-]+:[^\n\\]*" + _PEM_BREAK + r"|[ \t]*" + _PEM_BREAK + r"){0,6}"
-            r"[ \t]*[A-Za-z0-9+/=]{20,}"
+            r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----[ \t]*"
+            r"(?:" + _PEM_BREAK + r"(?:[A-Za-z-]+:[^\r\n\\]*)?){1,8}"  # blank/header lines
+            r"[A-Za-z0-9+/=]{20,}"
         ),
         lambda match: True,
         "pem",
@@ -244,7 +248,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         "GitHub token",  # wrapped over lines: every continuation line holds only token text
         re.compile(
             _B + r"(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{4,}"
-            r"(?:[ \t]*\r?\n(?:[ \t]*>)*[ \t]*[A-Za-z0-9_]{2,}(?=[ \t]*(?:\r?\n|$)))+"
+            r"(?:[ \t]*\r?\n[ \t>]*[A-Za-z0-9_]{2,}(?=[ \t]*(?:\r?\n|$)))+"
         ),
         lambda match: _wrapped_token_ok(match.group(0)),
     ),
@@ -372,26 +376,44 @@ def _mask(secret: str) -> str:
 
 
 def _excerpt(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> str:
-    """The line holding ``start``, with every credential found on it masked (not only this one)."""
+    """The line holding ``start``, with every credential found on it masked (not only this one).
+
+    Only a window around the secret is built (the excerpt shows about 110 characters),
+    and ``spans`` (sorted, non-overlapping) is searched by bisection, so a text with
+    thousands of findings on one long line costs no more per finding than a short one.
+    """
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", start)
     if line_end < 0:
         line_end = len(text)
+    low, high = max(line_start, start - 160), min(line_end, max(end, start) + 160)
+    at = bisect.bisect_left(spans, (low,))
+    if at and spans[at - 1][1] > low:
+        at -= 1
     pieces: list[str] = []
-    position = line_start
-    for s_start, s_end in spans:
-        if s_end <= line_start or s_start >= line_end:
+    position = low
+    before_secret = 0
+    while at < len(spans) and spans[at][0] < high:
+        s_start, s_end = spans[at]
+        at += 1
+        s_start = max(s_start, low)
+        if s_start < position:
             continue
-        s_start = max(s_start, line_start)
         pieces.append(text[position:s_start])
-        pieces.append(_mask(text[s_start:min(s_end, line_end)]))
-        position = min(s_end, line_end)
-    pieces.append(text[position:line_end])
-    line = "".join(pieces).strip()
-    if len(line) > 120:
-        position = start - line_start
-        begin = max(0, position - 40)
-        line = ("…" if begin else "") + line[begin : begin + 110] + "…"
+        if s_start <= start < max(s_end, s_start + 1) and not before_secret:
+            before_secret = sum(len(piece) for piece in pieces)
+        pieces.append(_mask(text[s_start : min(s_end, high)]))
+        position = min(s_end, high)
+    pieces.append(text[position:high])
+    line = "".join(pieces)
+    clipped_left = low > line_start
+    stripped = line.lstrip()
+    before_secret -= len(line) - len(stripped)
+    line = stripped.rstrip()
+    if len(line) > 120 or clipped_left or high < line_end:
+        begin = max(0, before_secret - 40)
+        tail = "…" if begin + 110 < len(line) or high < line_end else ""
+        line = ("…" if begin or clipped_left else "") + line[begin : begin + 110] + tail
     return line
 
 
@@ -463,11 +485,15 @@ def find_secrets(text: str) -> list[SecretFinding]:
     A secret found in one place is reported wherever else the same string occurs, so
     :func:`redact` hides every copy (a key pasted twice, or echoed in a later line).
     """
-    hits: list[tuple[int, int, str]] = []
+    hits: list[tuple[int, int, str]] = []  # kept sorted and non-overlapping
 
     def add(start: int, end: int, kind: str) -> None:
-        if start < end and not any(start < h_end and h_start < end for h_start, h_end, _ in hits):
-            hits.append((start, end, kind))  # else a more specific detector reported it
+        at = bisect.bisect_left(hits, (start,))
+        if start >= end or (at < len(hits) and hits[at][0] < end):
+            return
+        if at and hits[at - 1][1] > start:
+            return  # overlaps: a more specific detector already reported this text
+        hits.insert(at, (start, end, kind))
 
     for detector in _DETECTORS:
         for match in detector.pattern.finditer(text):
@@ -475,19 +501,24 @@ def find_secrets(text: str) -> list[SecretFinding]:
                 add(*_secret_span(detector, match), detector.kind)
     for start, end, kind in _maintained_hits(text):
         add(start, end, kind)
+    seen: set[str] = set()
     for start, end, kind in list(hits):  # every other copy of each secret
         secret = text[start:end]
+        if secret in seen:
+            continue
+        seen.add(secret)
         position = text.find(secret)
         while position >= 0:
             add(position, position + len(secret), kind)
             position = text.find(secret, position + 1)
-    hits.sort()
     spans = [(start, end) for start, end, _ in hits]
-    return [
-        SecretFinding(kind, text.count("\n", 0, start) + 1, _excerpt(text, start, end, spans),
-                      start, end)
-        for start, end, kind in hits
-    ]
+    findings: list[SecretFinding] = []
+    line, counted = 1, 0
+    for start, end, kind in hits:  # sorted: count line breaks once, not per finding
+        line += text.count("\n", counted, start)
+        counted = start
+        findings.append(SecretFinding(kind, line, _excerpt(text, start, end, spans), start, end))
+    return findings
 
 
 def redact(text: str, findings: list[SecretFinding] | None = None) -> str:
