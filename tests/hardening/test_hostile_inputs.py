@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import frontmatter
-from jupyter_memory.archive import ArchiveError, export_memdir, import_archive
-from jupyter_memory.doctor import doctor, repair
+from jupyter_memory.agent.tools import ToolContext, default_registry
+from jupyter_memory.context.instructions import load_instructions
 from jupyter_memory.errors import SecretRefused, SymlinkRefused
-from jupyter_memory.guard import check_no_secrets, find_secrets, redact
-from jupyter_memory.instructions import load_instructions
-from jupyter_memory.scan import read_index
-from jupyter_memory.store import MemoryStore
-from jupyter_memory.tools import ToolContext, default_registry
-from jupyter_memory.transcript import rebuild_conversation
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.archive import ArchiveError, export_memdir, import_archive
+from jupyter_memory.memdir.doctor import doctor, repair
+from jupyter_memory.memdir.guard import check_no_secrets, find_secrets, redact
+from jupyter_memory.memdir.scan import read_index
+from jupyter_memory.memdir.store import MemoryStore
+from jupyter_memory.transcript.log import rebuild_conversation
 
 from .conftest import Cli
 
@@ -94,7 +94,7 @@ def test_symlinked_index_is_never_read(memdir: Path, credentials: Path, run_cli:
 
 
 def test_request_assembly_skips_a_symlinked_index(memdir: Path, credentials: Path, project: Path):
-    from jupyter_memory.session import Session
+    from jupyter_memory.agent.session import Session
 
     _store_with_memory(memdir)
     (memdir / "MEMORY.md").unlink()
@@ -429,7 +429,7 @@ def _line(**entry: object) -> str:
 def test_sidechain_tail_does_not_replace_the_main_conversation(
     tmp_path: Path, sidechain_entries: int
 ) -> None:
-    from jupyter_memory.transcript import read_entries
+    from jupyter_memory.transcript.log import read_entries
 
     lines = [
         _line(type="user", uuid="u0", parentUuid=None,
@@ -462,7 +462,7 @@ def test_sidechain_tail_does_not_replace_the_main_conversation(
 
 
 def test_a_subagent_log_alone_still_rebuilds(tmp_path: Path) -> None:
-    from jupyter_memory.transcript import read_entries
+    from jupyter_memory.transcript.log import read_entries
 
     lines = [
         _line(type="user", uuid="c0", parentUuid=None, isSidechain=True,
