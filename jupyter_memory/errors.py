@@ -11,6 +11,13 @@ class InvalidPath(JupyterMemoryError, ValueError):
     """A memory path that would leave the memdir or is not a markdown file."""
 
 
+class SymlinkRefused(InvalidPath):
+    """A file the store owns (index, lock, import target) is a symbolic link.
+
+    Following it would read or write whatever the link points at, anywhere on disk.
+    """
+
+
 class SecretRefused(JupyterMemoryError, ValueError):
     """Text that looks like a credential was about to be stored."""
 

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 pytest_plugins = ["jupyter_memory.testing.pytest_plugin"]
 
@@ -27,8 +28,23 @@ _SCRUB = (
 )
 
 
+# Property tests are deterministic by default, so `make test` passes or fails the same
+# way on every run and machine: the examples derive from each test's name, and no
+# example database carries a failure from one run into the next. `--run-slow` (or
+# `--hypothesis-profile=explore`, with `--hypothesis-seed=N` to vary it) explores new
+# random examples and remembers failures in `.hypothesis/`.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile("ci")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", help="run tests marked slow")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--run-slow") and not config.getoption("--hypothesis-profile", None):
+        settings.load_profile("explore")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

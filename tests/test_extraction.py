@@ -279,6 +279,32 @@ def test_sandbox_refuses_writes_outside_the_memdir_and_deletion(
     assert "not available to this agent" in text or "no tool named" in text
 
 
+def test_extraction_cannot_save_a_service_account_key(session, hook, router, fake_api):
+    """Issue 16 break 4: the extraction agent saved a GCP key ("private_key" with \\n escapes)."""
+    key_lines = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+                 "q8Zk3vN1pR7tW2yB5cF0hJ4dG6sA8eU2iO9kLmNxQwErTyUiOpAs"]
+    account = json.dumps({
+        "type": "service_account",
+        "private_key": "-----BEGIN " + "PRIVATE KEY-----\n" + "\n".join(key_lines)
+        + "\n-----END " + "PRIVATE KEY-----\n",
+    })
+    content = ("---\nname: gcp-account\ndescription: The warehouse service account\n"
+               "type: reference\n---\n" + account + "\n")
+    path = f"{session.memdir}/reference_gcp_account.md"
+    router.main.append(Turn(text="ok"))
+    router.extract.extend([
+        Turn(tool_calls=[ToolCall("Write", {"file_path": path, "content": content})]),
+        Turn(text="Could not save it."),
+    ])
+    turn(session, "here is the service account json")
+    assert hook.wait(10)
+    assert fake_api.failures == []
+    assert not Path(path).exists()
+    results = router.extract_bodies[1]["messages"][-1]["content"]
+    refusal = json.dumps([r for r in results if r.get("type") == "tool_result"])
+    assert "PEM private key" in refusal and key_lines[0] not in refusal
+
+
 # ----------------------------------------------------------------------------- one at a time
 
 

@@ -216,6 +216,22 @@ def test_export_import_round_trip_through_the_magic(two, memdir, tmp_path, monke
     assert "revenue-in-cents" in run(two, "%memory list").outputs[0].data["text/plain"]
 
 
+def test_import_of_a_damaged_zip_is_a_clear_message(ip, memdir, tmp_path):
+    """Issue 16 break 9: a bad CRC used to surface as a BadZipFile traceback."""
+    import zipfile
+
+    archive = tmp_path / "damaged.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr("note.md", "---\nname: note\n---\n" + "body text " * 20 + "\n")
+    data = bytearray(archive.read_bytes())
+    at = data.index(b"body text")
+    data[at : at + 4] = b"XXXX"
+    archive.write_bytes(bytes(data))
+    out = run(ip, f"%memory import {archive}").stdout
+    assert "is damaged" in out and "Nothing was imported" in out
+    assert not (memdir / "note.md").exists()
+
+
 # ----------------------------------------------------------------------------- extraction
 
 

@@ -417,6 +417,41 @@ def test_bad_create_requests_get_a_clear_400(call, memdir, notebook, body, words
     assert words in _error(status, reply, 400)
 
 
+@pytest.mark.parametrize("opener", ["[", '{"a":'])
+def test_deeply_nested_json_gets_a_clear_400(call, memdir, notebook, opener):
+    """Issue 16 break 9: 100,000 levels used to exhaust the decoder's stack (a 500)."""
+    body = opener * 100_000
+    status, reply = call("memories", method="POST", body=body, params={"path": notebook})
+    assert "nested too deeply" in _error(status, reply, 400)
+
+
+def test_symlinked_index_is_never_served(call, memdir, notebook, tmp_path):
+    """Issue 16 break 2: GET /index served whatever a linked MEMORY.md pointed at."""
+    credentials = tmp_path / "credentials"
+    credentials.write_text("[default]\naws_secret_access_key = hidden-value\n", encoding="utf-8")
+    (memdir / "MEMORY.md").unlink()
+    (memdir / "MEMORY.md").symlink_to(credentials)
+    status, reply = call("index", params={"path": notebook})
+    assert "symbolic link" in _error(status, reply, 403)
+    assert "hidden-value" not in json.dumps(reply)
+    body = {"name": "n", "description": "d", "type": "user", "body": "b"}
+    status, reply = call("memories", method="POST", body=body, params={"path": notebook})
+    _error(status, reply, 403)
+    assert credentials.read_text(encoding="utf-8").count("\n") == 2  # nothing appended
+    status, reply = call("doctor", params={"path": notebook})
+    assert "index_symlink" in {f["code"] for f in reply["findings"]}
+
+
+def test_secret_in_the_hook_is_refused(call, memdir, notebook):
+    """Issue 16 break 4: the index line ("hook") was never checked."""
+    body = {"name": "ci", "description": "the CI token", "type": "reference", "body": "See CI.",
+            "hook": "token " + "gh" + "p_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"}
+    status, reply = call("memories", method="POST", body=body, params={"path": notebook})
+    assert "index line" in _error(status, reply, 400)
+    assert not (memdir / "reference_ci.md").exists()
+    assert "a1B2c3D4" not in (memdir / "MEMORY.md").read_text(encoding="utf-8")
+
+
 def test_bad_update_requests_get_a_clear_400(call, memdir, notebook):
     status, reply = call(
         "memories", "user_ana_role.md", method="PUT", body="{}", params={"path": notebook}

@@ -796,14 +796,14 @@ class ExtractionHook:
                     store.forget(file)
                     report.removed.append(file)
                 else:
-                    atomic_write(path, earlier)
+                    atomic_write(path, earlier, follow_symlinks=False)
                     report.restored.append(file)
             if index_same and not report.kept and INDEX_NAME in run.before:
                 earlier_index = run.before[INDEX_NAME]
                 if earlier_index is None:
                     index_path.unlink(missing_ok=True)
                 else:
-                    atomic_write(index_path, earlier_index)
+                    atomic_write(index_path, earlier_index, follow_symlinks=False)
                 report.index_restored = True
         run.undone = True
         return report
@@ -817,7 +817,7 @@ def _put_back(store: RecordingStore) -> None:
             if earlier is None:
                 path.unlink(missing_ok=True)
             else:
-                atomic_write(path, earlier)
+                atomic_write(path, earlier, follow_symlinks=False)
 
 
 def _inside(raw: str, root: Path, real_memdir: str) -> bool:

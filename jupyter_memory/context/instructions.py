@@ -17,8 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from jupyter_memory.errors import ConfigError
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.basedir import config_base, home_dir
@@ -633,9 +631,9 @@ def _rule_globs(text: str, path: Path, notes: list[str]) -> tuple[str, ...]:
     if span is None:
         return ()
     try:
-        data = yaml.safe_load(span[0])
-    except yaml.YAMLError:
-        notes.append(f"{path}: frontmatter is not valid YAML; loaded as a rule without paths:")
+        data = frontmatter.load_yaml(span[0], where=f"{path}: frontmatter")
+    except frontmatter.FrontmatterError as exc:
+        notes.append(f"{exc}; loaded as a rule without paths:")
         return ()
     value = data.get("paths") if isinstance(data, dict) else None
     if value is None:

@@ -25,15 +25,16 @@ import os
 import stat
 import time
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from jupyter_memory.errors import InvalidPath, JupyterMemoryError, SecretRefused
-from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.fsutil import atomic_write, refuse_symlink
 from jupyter_memory.memdir.guard import check_no_secrets
 from jupyter_memory.memdir.index import INDEX_NAME, parse_index, upsert_entry
-from jupyter_memory.memdir.store import MemoryStore
+from jupyter_memory.memdir.store import MemoryStore, check_file_name, masked_file_name
 
 __all__ = [
     "FORMAT",
@@ -175,14 +176,54 @@ def _check_name(name: str) -> str | None:
     return None
 
 
+#: What reading a damaged or unsupported zip member can raise (bad CRC, truncated data,
+#: corrupt deflate stream, encryption, an unknown compression method).
+_DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
+            NotImplementedError, ValueError)
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> bytes:
+    try:
+        return archive.read(info)
+    except _DAMAGED as exc:
+        raise ArchiveError(
+            f"{path} is damaged: its entry {info.filename!r} cannot be read ({exc}). Nothing "
+            "was imported; export the memories again, or copy the file again if it was cut "
+            "short in transfer."
+        ) from None
+
+
+def _check_clashes(path: Path, names: list[str]) -> None:
+    """Refuse an archive whose entries cannot all exist at once (``a.md`` and ``a.md/b.md``)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ArchiveError(f"{path} holds {name!r} twice; nothing was imported.")
+        seen.add(name)
+    for name in names:
+        parts = PurePosixPath(name).parts
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder in seen:
+                raise ArchiveError(
+                    f"{path} holds both the file {folder!r} and {name!r} inside a folder of the "
+                    "same name, which cannot both exist; nothing was imported. Rename one of "
+                    "them in the memory folder it came from and export again."
+                )
+
+
 def _read_archive(path: Path) -> tuple[dict[str, bytes], dict[str, Any]]:
     """Every member's bytes, checked, and the manifest (empty when there is none)."""
     try:
         archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise ArchiveError(f"{path} is not a readable zip file ({exc}).") from None
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError) as exc:
+        raise ArchiveError(
+            f"{path} is not a readable zip file ({exc}). Check that it is a memory export "
+            "(made with `jupyter-memory export` or `%memory export`) and was copied whole."
+        ) from None
     with archive:
         infos = [i for i in archive.infolist() if not i.is_dir()]
+        _check_clashes(path, [i.filename.rstrip("/") for i in infos])
         if len(infos) > MAX_FILES:
             raise ArchiveError(f"{path} holds {len(infos):,} files, more than {MAX_FILES:,}.")
         if sum(i.file_size for i in infos) > MAX_TOTAL_BYTES:
@@ -195,15 +236,15 @@ def _read_archive(path: Path) -> tuple[dict[str, bytes], dict[str, Any]]:
                 raise ArchiveError(f"{path} contains a symbolic link ({info.filename}); refused.")
             if info.filename == MANIFEST_NAME:
                 try:
-                    manifest = json.loads(archive.read(info))
-                except ValueError:
+                    manifest = json.loads(_read_member(archive, info, path))
+                except (ValueError, RecursionError):
                     raise ArchiveError(f"The manifest of {path} is not valid JSON.") from None
                 continue
             reason = _check_name(info.filename)
             if reason:
                 raise ArchiveError(f"{path} has an entry that {reason}: {info.filename!r}; "
                                    "nothing was imported.")
-            data = archive.read(info)
+            data = _read_member(archive, info, path)
             if len(data) != info.file_size:
                 raise ArchiveError(f"{info.filename} in {path} is damaged (size mismatch).")
             members[info.filename] = data
@@ -238,8 +279,30 @@ def _target(store: MemoryStore, rel: str) -> Path:
     return path
 
 
+def _check_target(store: MemoryStore, rel: str, path: Path) -> None:
+    """Refuse, before anything is written, a target that cannot be written as a file.
+
+    A folder where the file goes, a file where one of its folders goes, or a symbolic
+    link anywhere below the memdir on the way would stop an import half way through or
+    send it outside the memdir.
+    """
+    refuse_symlink(path, f"{rel} in the memory folder")
+    if path.is_dir():
+        raise ArchiveError(f"{rel} is a folder in the memory folder, so the archive's file of "
+                           "that name cannot be imported; nothing was imported.")
+    probe = path.parent
+    while probe != store.memdir and store.memdir in probe.parents:
+        refuse_symlink(probe, f"the folder {probe.relative_to(store.memdir).as_posix()}")
+        if probe.exists() and not probe.is_dir():
+            raise ArchiveError(
+                f"{probe.relative_to(store.memdir).as_posix()} is a file in the memory folder, "
+                f"so the archive's {rel} cannot go inside it; nothing was imported."
+            )
+        probe = probe.parent
+
+
 def _write(path: Path, data: bytes, mtime_ns: int | None) -> None:
-    atomic_write(path, data)
+    atomic_write(path, data, follow_symlinks=False)
     if mtime_ns is not None:
         os.utime(path, ns=(mtime_ns, mtime_ns))
 
@@ -252,15 +315,21 @@ def import_archive(store: MemoryStore, archive: Path, *, overwrite: bool = False
     index_data = members.pop(INDEX_NAME, None)
     added: list[str] = []
     with store.writing():
-        for rel in sorted(members):
-            data = members[rel]
+        refuse_symlink(store.index_path, f"The memory index {INDEX_NAME}")
+        targets: dict[str, Path] = {}
+        for rel in sorted(members):  # every check first: a refusal leaves nothing half done
+            shown = masked_file_name(rel)  # a name holding a secret is never echoed
             try:
                 path = _target(store, rel)
-                text = data.decode("utf-8", errors="replace")
-                check_no_secrets(text, rel)
+                check_file_name(rel)
+                check_no_secrets(members[rel].decode("utf-8", errors="replace"), shown)
             except (InvalidPath, SecretRefused) as exc:
-                report.refused.append((rel, str(exc)))
+                report.refused.append((shown, str(exc)))
                 continue
+            _check_target(store, rel, path)
+            targets[rel] = path
+        for rel, path in targets.items():
+            data = members[rel]
             current = path.read_bytes() if path.is_file() else None
             if current is None:
                 _write(path, data, mtimes.get(rel))

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir import frontmatter
-from jupyter_memory.memdir.fsutil import atomic_write, is_temp_file
+from jupyter_memory.memdir.fsutil import LOCK_NAME, atomic_write, is_temp_file
 from jupyter_memory.memdir.guard import find_secrets
 from jupyter_memory.memdir.index import (
     INDEX_NAME,
@@ -329,14 +329,15 @@ def doctor(
     every sync, so a private-index check would misread them as orphans.
     """
     memories = _private(store.list())
-    findings: list[Finding] = []
+    findings: list[Finding] = _link_findings(store)
+    index_linked = any(f.code == "index_symlink" for f in findings)
     docs: dict[str, frontmatter.Document] = {}
     for memory in memories:
         found, doc = _file_findings(memory)
         findings.extend(found)
         if doc is not None:
             docs[memory.file] = doc
-        if not memory.indexed:
+        if not memory.indexed and not index_linked:
             findings.append(
                 Finding(
                     "orphan_file",
@@ -348,7 +349,8 @@ def doctor(
                 )
             )
     findings.extend(_duplicates(memories, docs))
-    findings.extend(_index_findings(store, {m.file for m in memories}))
+    if not index_linked:
+        findings.extend(_index_findings(store, {m.file for m in memories}))
     findings.extend(
         Finding(
             "stale_temp_file",
@@ -364,6 +366,42 @@ def doctor(
         findings.extend(_project_findings(store, env))
     findings.sort(key=lambda f: (_SEVERITY_ORDER[f.severity], f.code, f.file or ""))
     return findings
+
+
+def _link_findings(store: MemoryStore) -> list[Finding]:
+    """A symlinked ``MEMORY.md`` or ``.lock``: the store refuses both, so say how to fix it.
+
+    A linked index would put the file it points to (anywhere on disk) into every request
+    and grow it with pointer lines; a linked lock would be truncated. Repair does not
+    touch them: only a person can tell whether the target's content belongs here.
+    """
+    found: list[Finding] = []
+    for name, code, what in (
+        (INDEX_NAME, "index_symlink", "the memory index"),
+        (LOCK_NAME, "lock_symlink", "the memory lock"),
+    ):
+        path = store.memdir / name
+        if not os.path.islink(path):
+            continue
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        keep = (
+            f"If the linked file really is this memdir's index, replace the link with a copy "
+            f"(cp --remove-destination \"$(readlink -f {path})\" {path}); otherwise remove it "
+            f"(rm {path}) and run `jupyter-memory repair` to rebuild the index from "
+            "the topic files."
+            if name == INDEX_NAME
+            else f"Remove it (rm {path}); the store creates a fresh lock file on its next write."
+        )
+        found.append(Finding(
+            code, "error", name,
+            f"{name} is a symbolic link to {target}. The store refuses to read or write "
+            f"{what} through a link, since it could expose or overwrite a file outside the "
+            f"memory folder, so memory writes fail until it is fixed. {keep}",
+        ))
+    return found
 
 
 #: Temporary files younger than this may belong to a write in progress in another kernel.
@@ -471,6 +509,10 @@ def repair(
     moved in under a ``_reattached`` name). No topic file is ever deleted.
     """
     report = RepairReport()
+    links = _link_findings(store)
+    if links:  # every write would be refused; a person decides what the link's target is
+        report.left = doctor(store, env=env)
+        return report
     with store.writing():
         if reattach_from is not None:
             _reattach(store, Path(reattach_from), report)
@@ -502,6 +544,7 @@ def repair(
                 (store.memdir / rel).unlink()
                 report.fixed.append(f"deleted {rel}, the leftover of an interrupted write")
         if text != before:
-            atomic_write(store.index_path, text.encode("utf-8", errors="surrogateescape"))
+            atomic_write(store.index_path, text.encode("utf-8", errors="surrogateescape"),
+                         follow_symlinks=False)
     report.left = doctor(store, env=env)
     return report

@@ -31,13 +31,17 @@ from typing import Any
 
 import yaml
 
+from jupyter_memory.errors import JupyterMemoryError
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_HEADER_CHARS",
     "SHAPES",
     "Document",
+    "FrontmatterError",
     "Split",
     "has_frontmatter",
+    "load_yaml",
     "parse",
     "render",
     "split",
@@ -184,6 +188,38 @@ _Loader.add_implicit_resolver(
 
 class _NotAMapping(Exception):
     pass
+
+
+class FrontmatterError(JupyterMemoryError, ValueError):
+    """A YAML header that was refused (alias, too deep, too long) or is not valid YAML."""
+
+
+def load_yaml(text: str, *, where: str = "frontmatter") -> Any:
+    """The one hardened YAML loader for every header read from disk.
+
+    Memories, rules (``.claude/rules/*.md``) and any other frontmatter come from files
+    a cloned repository or a shared bundle can supply, so this refuses what lets a few
+    bytes cost gigabytes: aliases (a "billion laughs" bomb is refused at its first
+    ``*name``, before anything expands), nesting deeper than :data:`MAX_DEPTH`, and text
+    longer than :data:`MAX_HEADER_CHARS`. Only safe YAML types are built; timestamps stay
+    text. Raises :class:`FrontmatterError` saying what was refused and where.
+    """
+    if len(text) > MAX_HEADER_CHARS:
+        raise FrontmatterError(
+            f"{where} is {len(text):,} characters long, more than the {MAX_HEADER_CHARS:,} "
+            "a header may have; it was not read. Move long content into the body."
+        )
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        problem = str(getattr(exc, "problem", "") or "")
+        refused = problem.startswith(("aliases", "nested deeper"))
+        verdict = "was refused" if refused else "is not valid YAML"
+        raise FrontmatterError(f"{where} {verdict}: {_describe(exc, 2)}") from None
+    except RecursionError:
+        raise FrontmatterError(
+            f"{where} is nested too deeply to read; flatten it (at most {MAX_DEPTH} levels)."
+        ) from None
 
 
 def _load(header: str) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jupyter_memory.errors import LockTimeout
-from jupyter_memory.memdir.locking import LOCKS
+from jupyter_memory.errors import LockTimeout, SymlinkRefused
+from jupyter_memory.memdir.locking import LOCKS, NOFOLLOW
 
 __all__ = [
     "LOCK_NAME",
@@ -30,6 +30,8 @@ __all__ = [
     "is_temp_file",
     "memdir_lock",
     "read_head",
+    "read_no_follow",
+    "refuse_symlink",
 ]
 
 LOCK_NAME = ".lock"
@@ -39,13 +41,69 @@ TEMP_SUFFIX = ".tmp"
 """Suffix of the temporary files :func:`atomic_write` creates (``.<name>.<random>.tmp``)."""
 
 _DEFAULT_FILE_MODE = 0o666
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+# --------------------------------------------------------------------------- links
+
+
+def _symlink_error(path: str | os.PathLike[str], what: str | None) -> SymlinkRefused:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    name = what or os.fspath(path)
+    return SymlinkRefused(
+        f"{name} ({os.fspath(path)}) is a symbolic link to {target}; the memory store does not "
+        "read or write through links, because a link there could expose or overwrite any "
+        f"file on disk. Remove the link (rm {os.fspath(path)!r}); if you meant to keep that "
+        "file's content, copy it into a regular file in its place first. `jupyter-memory "
+        "doctor` lists such links."
+    )
+
+
+def refuse_symlink(path: str | os.PathLike[str], what: str | None = None) -> None:
+    """Raise :class:`~jupyter_memory.errors.SymlinkRefused` if ``path`` itself is a symlink.
+
+    The one path check for files the store owns (``MEMORY.md``, ``.lock``, import
+    targets): their last component must not be a link, dangling or not. Folders above
+    them may be links (a memdir kept on another disk is fine).
+    """
+    if os.path.islink(path):
+        raise _symlink_error(path, what)
+
+
+def read_no_follow(path: str | os.PathLike[str], what: str | None = None) -> bytes:
+    """The bytes of a regular file, refusing a symlink (``O_NOFOLLOW``) or a special file.
+
+    Opening with ``O_NOFOLLOW`` leaves no gap between a check and the read in which a
+    link could be swapped in. ``FileNotFoundError`` passes through (a missing index is
+    an empty one to most callers).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno != errno.ENOENT and os.path.islink(path)):
+            raise _symlink_error(path, what) from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise SymlinkRefused(
+                f"{what or os.fspath(path)} ({os.fspath(path)}) is not a regular file; remove "
+                "it and let the store create it again."
+            )
+        return handle.read()
 
 
 # --------------------------------------------------------------------------- writes
 
 
 def atomic_write(
-    path: str | os.PathLike[str], data: str | bytes, *, mode: int | None = None
+    path: str | os.PathLike[str],
+    data: str | bytes,
+    *,
+    mode: int | None = None,
+    follow_symlinks: bool = True,
 ) -> None:
     """Replace ``path`` with ``data`` so readers see the old file or the new one, never a mix.
 
@@ -54,9 +112,15 @@ def atomic_write(
     ``str`` data is encoded as UTF-8. With ``mode=None`` an existing file keeps its
     permission bits and a new file gets the usual ``0o666 & ~umask``. Missing parent
     folders are created. A symlink at ``path`` is followed, so the file it points to is
-    replaced and the link stays a link. On any failure, including ``KeyboardInterrupt``,
-    the temporary file is removed and ``path`` is left untouched.
+    replaced and the link stays a link — unless ``follow_symlinks=False``, which the store
+    passes for the files it owns: then a link at ``path`` is refused with
+    :class:`~jupyter_memory.errors.SymlinkRefused` and nothing is written. (The rename
+    itself never follows a link that appears later: it would replace the link.) On any
+    failure, including ``KeyboardInterrupt``, the temporary file is removed and ``path``
+    is left untouched.
     """
+    if not follow_symlinks:
+        refuse_symlink(path)
     target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     directory = target.parent
@@ -220,13 +284,21 @@ def _remaining(deadline: float | None) -> float:
 
 def _flock(lock_path: Path, deadline: float | None, timeout: float | None) -> int:
     """Open ``lock_path`` and take an exclusive flock on it, polling until ``deadline``."""
-    cloexec = getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | cloexec, 0o600)
+    try:  # O_NOFOLLOW: a linked .lock must not let ftruncate empty the file it points to
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | NOFOLLOW | _O_CLOEXEC, 0o600)
     except PermissionError:
         # A shared folder (a team memory on a shared disk) whose lock file another user
-        # created: flock works on a read-only descriptor too, so the lock still excludes.
-        fd = os.open(lock_path, os.O_RDONLY | cloexec)
+        # created: a lock works on a read-only descriptor too, so it still excludes.
+        fd = os.open(lock_path, os.O_RDONLY | NOFOLLOW | _O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(lock_path):
+            raise _symlink_error(lock_path, "The memory lock") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SymlinkRefused(
+            f"The memory lock {lock_path} is not a regular file; remove it and retry."
+        )
     delay = 0.002
     try:
         while True:
@@ -260,8 +332,8 @@ def _write_holder(fd: int) -> None:
 
 def _read_holder(lock_path: Path) -> int | None:
     try:
-        text = lock_path.read_text(encoding="ascii", errors="replace").strip()
-    except OSError:
+        text = read_no_follow(lock_path).decode("ascii", errors="replace").strip()
+    except (OSError, SymlinkRefused):
         return None
     return int(text) if text.isdigit() else None
 

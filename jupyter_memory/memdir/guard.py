@@ -6,17 +6,26 @@ often end up in backups or git. A key pasted into a conversation must not become
 reliable) and for ``password=…``-style assignments of a literal value (which need
 judgement), and it errs toward silence on prose and placeholders: "we rotate the password
 monthly", ``api_key=os.environ["KEY"]`` and ``<your-key>`` pass.
+
+Our own patterns know the shapes secrets take in notes (a PEM key quoted in a Markdown
+blockquote or escaped inside a service-account JSON, a token wrapped over two lines,
+netrc, ``curl -u`` and ``mysql -p`` passwords). Beside them run the vendor-token plugins
+of the maintained ``detect-secrets`` package, so new vendor formats arrive with its
+updates. A secret found once is hidden everywhere it occurs in the text.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
+import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from jupyter_memory.errors import SecretRefused
 
-__all__ = ["SecretFinding", "check_no_secrets", "find_secrets", "redact"]
+__all__ = ["SecretFinding", "check_no_secrets", "find_secrets", "redact", "warm_up"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,12 @@ def _token_ok(value: str) -> bool:
     return not _TOKEN_PLACEHOLDER.search(value)
 
 
+def _wrapped_token_ok(value: str) -> bool:
+    """A token broken over lines (quote marks and all) that is a real one once joined."""
+    joined = re.sub(r"[^A-Za-z0-9_]", "", value)
+    return 30 <= len(joined) <= 120 and _token_ok(joined)
+
+
 def _mixed_token(value: str) -> bool:
     """A random-looking token: letters and digits, not a placeholder."""
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and _token_ok(value)
@@ -113,21 +128,32 @@ def _whole(check: Callable[[str], bool], group: str | int = 0) -> Callable[[re.M
 _B = r"(?<![A-Za-z0-9_-])"  # token start: not glued to a longer word
 _E = r"(?![A-Za-z0-9_-])"
 
+# A line break inside a key: a real one, followed by any blockquote marks ("> > "), or a
+# JSON "\n" escape. No two neighbouring parts can match the same character, so matching
+# stays linear even on megabytes of spaces or quote marks.
+_PEM_BREAK = r"(?:\r?\n|(?:\\r)?\\n)[ \t>]*"
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BODY = re.compile(r"(?:\r?\n|(?:\\r)?\\n|[ \t>]|[A-Za-z0-9+/=])*")
+
 _ASSIGNED_KEY = (  # the key must END in the keyword: max_tokens, tokenizer, password_hint pass
     r"(?:(?<![A-Za-z0-9])|(?<=[a-z0-9])(?=[A-Z]))"  # DB_PASSWORD, db.password, dbPassword
     r"(?i:password|passwd|passwort|pwd|secret|client[_-]?secret|secret[_-]?key|api[_-]?key|"
     r"apikey|access[_-]?key|private[_-]?key|token|access[_-]?token|auth[_-]?token|"
-    r"refresh[_-]?token|bearer[_-]?token)"
+    r"refresh[_-]?token|bearer[_-]?token|pgpassword|mysql[_-]?pwd)"
 )
 
 _DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "PEM private key",
         re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----[ \t]*\r?\n"
-            r"(?:[A-Za-z-]+:[^\n]*\n|[ \t]*\r?\n){0,6}[ \t]*[A-Za-z0-9+/=]{20,}"
+            # A line break may be real (also inside a "> " blockquote) or a JSON "\n" escape,
+            # as in a cloud service-account file's "private_key" field.
+            r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----[ \t]*"
+            r"(?:" + _PEM_BREAK + r"(?:[A-Za-z-]+:[^\r\n\\]*)?){1,8}"  # blank/header lines
+            r"[A-Za-z0-9+/=]{20,}"
         ),
         lambda match: True,
+        "pem",
     ),
     _Detector(
         "Anthropic API key",
@@ -198,7 +224,10 @@ _DETECTORS: tuple[_Detector, ...] = (
         re.compile(
             r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/:@\"'<>]{1,128}:(?P<value>[^\s/@\"'<>]{1,256})@"
         ),
-        _whole(lambda value: not _placeholder(value) and not value.startswith("$"), "value"),
+        _whole(
+            lambda value: len(value) >= 4 and not _placeholder(value) and not value.startswith("$"),
+            "value",
+        ),
         "value",
     ),
     _Detector(
@@ -213,6 +242,91 @@ _DETECTORS: tuple[_Detector, ...] = (
             r"(?i:\bauthorization)[\"']?\s*[:=]\s*[\"']?(?i:basic)[ \t]+(?P<value>[A-Za-z0-9+/]{12,}=*)"
         ),
         _whole(_token_ok, "value"),
+        "value",
+    ),
+    _Detector(
+        "GitHub token",  # wrapped over lines: every continuation line holds only token text
+        re.compile(
+            _B + r"(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{4,}"
+            r"(?:[ \t]*\r?\n[ \t>]*[A-Za-z0-9_]{2,}(?=[ \t]*(?:\r?\n|$)))+"
+        ),
+        lambda match: _wrapped_token_ok(match.group(0)),
+    ),
+    _Detector(
+        "Google OAuth client secret",
+        re.compile(_B + r"GOCSPX-[A-Za-z0-9_-]{20,}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "DigitalOcean token",
+        re.compile(_B + r"do[opr]_v1_[a-f0-9]{64}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "Shopify token",
+        re.compile(_B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "Databricks token",
+        re.compile(_B + r"dapi[a-f0-9]{32}(?:-\d)?" + _E),
+        _whole(_mixed_token),
+    ),
+    _Detector(
+        "npm token",
+        re.compile(_B + r"npm_[A-Za-z0-9]{36}" + _E),
+        _whole(_mixed_token),
+    ),
+    _Detector(
+        "PyPI token",
+        re.compile(_B + r"pypi-AgE[A-Za-z0-9_-]{50,}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "SendGrid API key",
+        re.compile(_B + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "Slack app token",
+        re.compile(_B + r"xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{20,}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "Mailgun API key",
+        re.compile(_B + r"key-[0-9a-f]{32}" + _E),
+        _whole(_mixed_token),
+    ),
+    _Detector(
+        "Grafana service account token",
+        re.compile(_B + r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}" + _E),
+        _whole(_token_ok),
+    ),
+    _Detector(
+        "netrc password",
+        re.compile(
+            r"\b(?:machine[ \t]+\S+|default)(?:\s+(?:login|account)[ \t]+\S+)*"
+            r"\s+password[ \t]+(?P<value>[^\s\"']+)"
+        ),
+        _whole(lambda value: not _placeholder(value) and not value.startswith("$"), "value"),
+        "value",
+    ),
+    _Detector(
+        "command-line password",  # curl -u user:pass, curl --user=user:pass
+        re.compile(
+            r"\bcurl\b[^\n]*?[ \t](?:-u[ \t]*|--user[ \t=]+)[\"']?[^\s:\"']*:"
+            r"(?P<value>[^\s\"']{4,})"
+        ),
+        _whole(lambda value: not _placeholder(value) and not value.startswith("$"), "value"),
+        "value",
+    ),
+    _Detector(
+        "command-line password",  # mysql -pSECRET (the value is glued to -p)
+        re.compile(
+            r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b[^\n]*?"
+            r"[ \t]-p(?P<value>[^\s\"']{4,})"
+        ),
+        _whole(lambda value: not _placeholder(value) and not value.startswith("$"), "value"),
         "value",
     ),
     _Detector(
@@ -231,7 +345,22 @@ _DETECTORS: tuple[_Detector, ...] = (
 )
 
 
+def _pem_end(text: str, match: re.Match[str]) -> int:
+    """Where a private key found at ``match`` ends: its END line, else its last body line.
+
+    The whole key is the secret: hiding only its first line would leave the rest of it
+    in the redacted text.
+    """
+    end = _PEM_END.search(text, match.end(), match.end() + 64 * 1024)
+    if end is not None:
+        return end.end()
+    body = _PEM_BODY.match(text, match.end())
+    return match.end() if body is None else len(text[: body.end()].rstrip(" \t\r\n>\\"))
+
+
 def _secret_span(detector: _Detector, match: re.Match[str]) -> tuple[int, int]:
+    if detector.group == "pem":
+        return match.start(), max(match.end(), _pem_end(match.string, match))
     if detector.group == "secret":
         name = "quoted" if match["quoted"] is not None else "bare"
         start, end = match.span(name)
@@ -247,47 +376,149 @@ def _mask(secret: str) -> str:
 
 
 def _excerpt(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> str:
-    """The line holding ``start``, with every credential found on it masked (not only this one)."""
+    """The line holding ``start``, with every credential found on it masked (not only this one).
+
+    Only a window around the secret is built (the excerpt shows about 110 characters),
+    and ``spans`` (sorted, non-overlapping) is searched by bisection, so a text with
+    thousands of findings on one long line costs no more per finding than a short one.
+    """
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", start)
     if line_end < 0:
         line_end = len(text)
+    low, high = max(line_start, start - 160), min(line_end, max(end, start) + 160)
+    at = bisect.bisect_left(spans, (low,))
+    if at and spans[at - 1][1] > low:
+        at -= 1
     pieces: list[str] = []
-    position = line_start
-    for s_start, s_end in spans:
-        if s_end <= line_start or s_start >= line_end:
+    position = low
+    before_secret = 0
+    while at < len(spans) and spans[at][0] < high:
+        s_start, s_end = spans[at]
+        at += 1
+        s_start = max(s_start, low)
+        if s_start < position:
             continue
-        s_start = max(s_start, line_start)
         pieces.append(text[position:s_start])
-        pieces.append(_mask(text[s_start:min(s_end, line_end)]))
-        position = min(s_end, line_end)
-    pieces.append(text[position:line_end])
-    line = "".join(pieces).strip()
-    if len(line) > 120:
-        position = start - line_start
-        begin = max(0, position - 40)
-        line = ("…" if begin else "") + line[begin : begin + 110] + "…"
+        if s_start <= start < max(s_end, s_start + 1) and not before_secret:
+            before_secret = sum(len(piece) for piece in pieces)
+        pieces.append(_mask(text[s_start : min(s_end, high)]))
+        position = min(s_end, high)
+    pieces.append(text[position:high])
+    line = "".join(pieces)
+    clipped_left = low > line_start
+    stripped = line.lstrip()
+    before_secret -= len(line) - len(stripped)
+    line = stripped.rstrip()
+    if len(line) > 120 or clipped_left or high < line_end:
+        begin = max(0, before_secret - 40)
+        tail = "…" if begin + 110 < len(line) or high < line_end else ""
+        line = ("…" if begin or clipped_left else "") + line[begin : begin + 110] + tail
     return line
 
 
+# ------------------------------------------------------------------ detect-secrets
+
+#: The vendor-token plugins of ``detect-secrets`` we run (module, class). Its keyword,
+#: entropy, IP-address, basic-auth, JWT and private-key plugins are left out: our own
+#: detectors cover those shapes with the placeholder rules notes need. So are its
+#: keyword-assignment plugins (Artifactory, Cloudant, IBM, SoftLayer): our generic
+#: ``password=…`` detector covers them, and their patterns cost more than all the rest.
+_DS_PLUGINS = (
+    ("aws", "AWSKeyDetector"), ("azure_storage_key", "AzureStorageKeyDetector"),
+    ("discord", "DiscordBotTokenDetector"), ("github_token", "GitHubTokenDetector"),
+    ("gitlab_token", "GitLabTokenDetector"), ("mailchimp", "MailchimpDetector"),
+    ("npm", "NpmDetector"), ("openai", "OpenAIDetector"), ("pypi_token", "PypiTokenDetector"),
+    ("sendgrid", "SendGridDetector"), ("slack", "SlackDetector"),
+    ("square_oauth", "SquareOAuthDetector"), ("stripe", "StripeDetector"),
+    ("telegram_token", "TelegramBotTokenDetector"), ("twilio", "TwilioKeyDetector"),
+)  # fmt: skip
+_WORD_CHAR = re.compile(r"[A-Za-z0-9_]")
+
+
+@functools.lru_cache(maxsize=1)
+def _maintained_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """(kind, pattern) of every detect-secrets vendor plugin; loaded once, on first use."""
+    patterns: list[tuple[str, re.Pattern[str]]] = []
+    for module, name in _DS_PLUGINS:
+        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
+        kind = str(plugin.secret_type)
+        patterns.extend((kind, regex) for regex in plugin().denylist)
+    return tuple(patterns)
+
+
+def warm_up() -> None:
+    """Load the maintained detectors now (about half a second, mostly importing
+    ``detect-secrets``), so the first memory write does not pay for it."""
+    _maintained_patterns()
+
+
+def _maintained_hits(text: str) -> Iterator[tuple[int, int, str]]:
+    """Spans the detect-secrets plugins flag, trimmed to the secret itself."""
+    for kind, regex in _maintained_patterns():
+        for match in regex.finditer(text):
+            groups = [i for i in range(1, (regex.groups or 0) + 1) if match.group(i)]
+            if groups:
+                start, end = match.span(groups[-1])
+            else:
+                start, end = match.span()
+                while start < end and text[start] in " \t\r\n=:\"'":
+                    start += 1
+                while end > start and text[end - 1] in " \t\r\n\"'":
+                    end -= 1
+                glued = (start > 0 and _WORD_CHAR.match(text[start - 1])) or (
+                    end < len(text) and _WORD_CHAR.match(text[end])
+                )
+                if glued:  # a fragment of a longer word or hash, not a token
+                    continue
+            secret = text[start:end]
+            if len(secret) >= 8 and _token_ok(secret):
+                yield start, end, kind
+
+
+# ------------------------------------------------------------------ finding
+
+
 def find_secrets(text: str) -> list[SecretFinding]:
-    """Every suspected credential in ``text``, in order; overlapping hits are reported once."""
-    hits: list[tuple[int, int, str]] = []
+    """Every suspected credential in ``text``, in order; overlapping hits are reported once.
+
+    A secret found in one place is reported wherever else the same string occurs, so
+    :func:`redact` hides every copy (a key pasted twice, or echoed in a later line).
+    """
+    hits: list[tuple[int, int, str]] = []  # kept sorted and non-overlapping
+
+    def add(start: int, end: int, kind: str) -> None:
+        at = bisect.bisect_left(hits, (start,))
+        if start >= end or (at < len(hits) and hits[at][0] < end):
+            return
+        if at and hits[at - 1][1] > start:
+            return  # overlaps: a more specific detector already reported this text
+        hits.insert(at, (start, end, kind))
+
     for detector in _DETECTORS:
         for match in detector.pattern.finditer(text):
-            if not detector.accept(match):
-                continue
-            start, end = _secret_span(detector, match)
-            if any(start < h_end and h_start < end for h_start, h_end, _ in hits):
-                continue  # a more specific detector already reported this text
-            hits.append((start, end, detector.kind))
-    hits.sort()
+            if detector.accept(match):
+                add(*_secret_span(detector, match), detector.kind)
+    for start, end, kind in _maintained_hits(text):
+        add(start, end, kind)
+    seen: set[str] = set()
+    for start, end, kind in list(hits):  # every other copy of each secret
+        secret = text[start:end]
+        if secret in seen:
+            continue
+        seen.add(secret)
+        position = text.find(secret)
+        while position >= 0:
+            add(position, position + len(secret), kind)
+            position = text.find(secret, position + 1)
     spans = [(start, end) for start, end, _ in hits]
-    return [
-        SecretFinding(kind, text.count("\n", 0, start) + 1, _excerpt(text, start, end, spans),
-                      start, end)
-        for start, end, kind in hits
-    ]
+    findings: list[SecretFinding] = []
+    line, counted = 1, 0
+    for start, end, kind in hits:  # sorted: count line breaks once, not per finding
+        line += text.count("\n", counted, start)
+        counted = start
+        findings.append(SecretFinding(kind, line, _excerpt(text, start, end, spans), start, end))
+    return findings
 
 
 def redact(text: str, findings: list[SecretFinding] | None = None) -> str:

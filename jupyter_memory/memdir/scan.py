@@ -25,10 +25,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir.clock import iso_utc
 from jupyter_memory.memdir.freshness import age_days
 from jupyter_memory.memdir.frontmatter import Document, parse
-from jupyter_memory.memdir.fsutil import read_head
+from jupyter_memory.memdir.fsutil import read_head, read_no_follow
 from jupyter_memory.memdir.index import INDEX_NAME, Index, normalize_file, parse_index
 from jupyter_memory.memdir.record import Memory
 
@@ -290,9 +291,9 @@ def read_document(path: str | os.PathLike[str]) -> Document:
 
 def read_index(memdir: Path) -> Index:
     """Parse ``<memdir>/MEMORY.md``; a missing or unreadable index is an empty one."""
-    try:
-        raw = (memdir / INDEX_NAME).read_bytes()
-    except OSError:
+    try:  # never through a link: it could pull any file on disk into every request
+        raw = read_no_follow(memdir / INDEX_NAME)
+    except (OSError, InvalidPath):
         return parse_index("")
     return parse_index(raw.decode("utf-8", errors="replace"))
 

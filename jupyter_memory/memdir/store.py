@@ -30,8 +30,8 @@ from typing import Any
 from jupyter_memory.errors import InvalidPath, JupyterMemoryError, MemoryExists, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.clock import now_iso
-from jupyter_memory.memdir.fsutil import atomic_write, memdir_lock
-from jupyter_memory.memdir.guard import check_no_secrets
+from jupyter_memory.memdir.fsutil import atomic_write, memdir_lock, read_no_follow, refuse_symlink
+from jupyter_memory.memdir.guard import check_no_secrets, find_secrets
 from jupyter_memory.memdir.index import (
     INDEX_NAME,
     IndexCheck,
@@ -53,6 +53,7 @@ from jupyter_memory.memdir.scan import ScanCache, describe, scan
 __all__ = ["AmbiguousMemory", "InvalidMemory", "MemoryStore", "WriteResult", "slugify"]
 
 _MAX_NAME_BYTES = 255
+_INDEX_WHAT = f"The memory index {INDEX_NAME}"
 _SLUG_CHARS = 60
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -327,9 +328,9 @@ class MemoryStore:
             raise MemoryNotFound(self._not_found(self.normalize(file), self.list())) from None
 
     def read_index(self) -> str:
-        """The raw ``MEMORY.md`` text ('' when there is none)."""
+        """The raw ``MEMORY.md`` text ('' when there is none); a symlinked index is refused."""
         try:
-            return self.index_path.read_bytes().decode("utf-8", errors="replace")
+            return read_no_follow(self.index_path, _INDEX_WHAT).decode("utf-8", errors="replace")
         except FileNotFoundError:
             return ""
 
@@ -343,6 +344,8 @@ class MemoryStore:
         root beside the project's default memdir.
         """
         with memdir_lock(self.memdir, timeout=self.lock_timeout):
+            # Checked before any write, so a change never stops half way at the index.
+            refuse_symlink(self.index_path, _INDEX_WHAT)
             if not self._root_recorded:
                 location = self.location
                 if (
@@ -357,13 +360,18 @@ class MemoryStore:
     def read_index_for_edit(self) -> str:
         """``MEMORY.md`` decoded so that writing it back keeps every byte, even invalid UTF-8."""
         try:
-            return self.index_path.read_bytes().decode("utf-8", errors="surrogateescape")
+            raw = read_no_follow(self.index_path, _INDEX_WHAT)
         except FileNotFoundError:
             return ""
+        return raw.decode("utf-8", errors="surrogateescape")
 
     def _save_index(self, before: str, after: str) -> tuple[bool, IndexCheck]:
         if after != before:
-            atomic_write(self.index_path, after.encode("utf-8", errors="surrogateescape"))
+            atomic_write(
+                self.index_path,
+                after.encode("utf-8", errors="surrogateescape"),
+                follow_symlinks=False,
+            )
         return after != before, check(after)
 
     def _provenance(self, value: str | None) -> str:
@@ -405,6 +413,7 @@ class MemoryStore:
                 slug = slug[len(kind) + 1 :]
             rel = f"{kind}_{slug}.md"
         path = self.resolve(rel)
+        _check_fields(rel, name=name, description=description, body=body, hook=hook)
         warnings: list[str] = []
         if not description:
             warnings.append(
@@ -487,6 +496,7 @@ class MemoryStore:
             changes["type"] = _check_type(type)
         if provenance is not None and self.mark_provenance:
             changes[PROVENANCE_FIELD] = _check_provenance(provenance)
+        _check_fields(rel, name=name, description=description, body=body, hook=hook)
         changes.update(extra or {})  # other header fields (the team scope's ``author``)
         warnings: list[str] = []
         if not path.exists():  # checked before the lock too, so a miss creates nothing
@@ -574,6 +584,7 @@ class MemoryStore:
         if rel == INDEX_NAME:
             return self.write_index(text)
         path = self.resolve(rel)
+        _check_fields(rel, text=text)
         doc = frontmatter.parse(text)
         final = text
         if doc.has_frontmatter:
@@ -599,7 +610,7 @@ class MemoryStore:
         check_no_secrets(text, INDEX_NAME)
         with self.writing():
             created = not self.index_path.exists()
-            atomic_write(self.index_path, text)
+            atomic_write(self.index_path, text, follow_symlinks=False)
         return WriteResult(INDEX_NAME, created, check(text), (), True)
 
     def rename(self, file: str | PurePath, new_file: str | PurePath) -> WriteResult:
@@ -608,6 +619,7 @@ class MemoryStore:
         new_rel = self.normalize(new_file)
         src = self.resolve(rel)
         dst = self.resolve(new_rel)
+        _check_fields(new_rel)
         if rel == new_rel:
             raise InvalidPath(f"{rel} would be renamed to itself; give a different new name.")
         if not src.exists():
@@ -668,6 +680,50 @@ def _check_size(text: str, where: str) -> None:
             "Keep one short fact per file and point to where bulky data lives instead of "
             "copying it in. Nothing was written."
         )
+
+
+def name_pieces(rel: str) -> str:
+    """A file name as text the guard can scan: each part, and each tail after ``_`` or ``-``.
+
+    Token detectors want a token to start a word, but a name such as
+    ``token_ghp_….md`` glues it to the words before it.
+    """
+    pieces: list[str] = []
+    for part in re.split(r"[/.]", rel):
+        pieces.append(part)
+        pieces += [part[m.end() :] for m in re.finditer(r"[_-]", part)]
+    return "\n".join(piece for piece in pieces if piece)
+
+
+def masked_file_name(rel: str) -> str:
+    """``rel`` with every credential in it replaced, safe to show in a message or report."""
+    pieces = name_pieces(rel)
+    secrets = {pieces[f.start : f.end] for f in find_secrets(pieces)}
+    for secret in sorted(secrets, key=len, reverse=True):
+        rel = rel.replace(secret, "[REDACTED]")
+    return rel
+
+
+def check_file_name(rel: str) -> None:
+    """Refuse a file name holding a credential; the message never repeats the secret."""
+    pieces = name_pieces(rel)
+    if find_secrets(pieces):
+        check_no_secrets(pieces, f"the file name {masked_file_name(rel)!r}")
+
+
+def _check_fields(rel: str, **fields: str | None) -> None:
+    """Run the credential guard on the file name and on each field as the person gave it.
+
+    Checking fields one by one (before the whole file is checked again) means a refusal
+    names the line of what was typed, not of the generated file with its header, and
+    that fields which never reach the file body — the index line's hook, the file name
+    — are checked too.
+    """
+    check_file_name(rel)
+    labels = {"text": f"memory {rel}", "hook": f"the index line (hook) of memory {rel}"}
+    for key, value in fields.items():
+        if value:
+            check_no_secrets(value, labels.get(key, f"the {key} of memory {rel}"))
 
 
 def _marked(text: str, doc: frontmatter.Document, changes: dict[str, Any]) -> str:

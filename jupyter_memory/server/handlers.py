@@ -130,6 +130,11 @@ class MemoryAPIHandler(APIHandler):
             raise _bad_request(f"The request has no body. Send a JSON object such as {_EXAMPLE}.")
         try:
             data = json.loads(raw)
+        except RecursionError:  # e.g. 100,000 nested [[[…: the decoder runs out of stack
+            raise _bad_request(
+                "The request body is nested too deeply to read. Send a flat JSON object of "
+                f"string fields, such as {_EXAMPLE}."
+            ) from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise _bad_request(
                 f"The request body is not valid JSON ({exc}). Send a JSON object such as "

@@ -493,12 +493,25 @@ def read_entries(path: Path, *, from_last_boundary: bool = True) -> EntryList:
         stats.start_offset = start
         entries = _parse(handle, stats)
     if from_last_boundary and not stats.fast_path:
-        last = next((i for i in range(len(entries) - 1, -1, -1) if _is_boundary(entries[i])), None)
+        last = _last_boundary(entries)
         if last is not None:
             stats.boundary_found = True
             stats.entries_before_boundary = last
             entries = entries[last:]
     return EntryList(entries, stats)
+
+
+def _last_boundary(entries: list[dict[str, Any]]) -> int | None:
+    """Index of the last compaction boundary of the main conversation (None if none).
+
+    A subagent's entries (``isSidechain``) may sit in the main log; its boundary does not
+    cut the main conversation, unless the log holds nothing else (a subagent's own log).
+    """
+    main = any(not e.get("isSidechain") for e in entries if e.get("type") in MESSAGE_TYPES)
+    for i in range(len(entries) - 1, -1, -1):
+        if _is_boundary(entries[i]) and not (main and entries[i].get("isSidechain")):
+            return i
+    return None
 
 
 def _parse(handle: BinaryIO, stats: ReadStats) -> list[dict[str, Any]]:
@@ -738,7 +751,8 @@ def rebuild_conversation(
     message so abandoned branches are dropped, but gathers what the reference spreads
     over several entries: an assistant message logged one block per entry (shared
     ``message.id``, possibly on sibling branches) and parallel tool results hanging off
-    different parents. The compaction summary stays as a user message; meta (unless
+    different parents. Sidechain (subagent) entries never become the leaf while the log
+    holds main-conversation messages. The compaction summary stays as a user message; meta (unless
     ``include_meta``), progress and system entries are left out. Then the resume
     clean-ups: unanswered tool calls and unmatched tool results are dropped, as are
     assistant messages left with only thinking; a turn cut off mid-work gets a request
@@ -755,7 +769,7 @@ def rebuild_conversation(
             if getattr(stats, name):
                 skipped[name] = getattr(stats, name)
 
-    last = next((i for i in range(len(entries) - 1, -1, -1) if _is_boundary(entries[i])), None)
+    last = _last_boundary(entries)
     boundary = None
     if last is not None:
         mark = entries[last]
@@ -776,7 +790,8 @@ def rebuild_conversation(
     if not messages:
         return _finish(Conversation(**facts))
 
-    leaf = messages[-1]
+    main = [m for m in messages if not m.get("isSidechain")]  # a subagent's are never the leaf
+    leaf = main[-1] if main else messages[-1]
     chain = _chain(leaf, entries)
     msgs, metas, summary = _assemble(chain, messages, include_meta, skipped, counts)
     trailing = _tidy(msgs, metas, counts)

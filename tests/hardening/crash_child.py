@@ -93,6 +93,7 @@ def agent_text(op: Op) -> str:
 
 
 def main(argv: list[str]) -> None:
+    from jupyter_memory.memdir.guard import warm_up
     from jupyter_memory.memdir.store import MemoryStore
     from jupyter_memory.transcript.log import TranscriptWriter
 
@@ -102,6 +103,7 @@ def main(argv: list[str]) -> None:
         log, session_id=f"crash-{seed}-{round_id}", cwd=str(memdir), version="0.0.0",
         git_branch=None, fsync=True,
     )
+    warm_up()  # load the credential guard's detectors before the parent starts its clock
     print("READY", flush=True)
     count = 0
     while count < MAX_STEPS:  # the parent kills long before; never run away if it cannot

@@ -8,6 +8,7 @@ a log of arbitrary bytes is read without an exception.
 
 from __future__ import annotations
 
+import re
 import string
 from pathlib import Path
 
@@ -177,6 +178,7 @@ SECRET_BITS = [
     "password", "=", ": ", " ", "'", '"', "\n", "token", "api_key", "Bearer ", "sk-ant-",
     "sk-", "AKIA", "Q2Z4K3J7ABCDEFGH", "ghp_", "x7" * 18, "abcDEF1234567890XYZ", "https://u:",
     "@host", "-----BEGIN PRIVATE KEY-----\n", "MIIB" * 8, "os.environ['K']", "<your-key>",
+    "> ", "\\n", "machine h password ", "curl -u a:", "mysql -p", "GOCSPX-", "-----END PRIVATE KEY-----",
 ]
 
 
@@ -185,7 +187,8 @@ SECRET_BITS = [
                       st.lists(st.sampled_from(SECRET_BITS), max_size=20).map("".join)))
 def test_guard_never_raises_and_redaction_hides_every_finding(text: str) -> None:
     found = find_secrets(text)
-    redacted = redact(text, found)
+    # The labels are ours: a secret that happens to read "word" may appear in them.
+    redacted = re.sub(r"\[REDACTED [^\]]*\]", "\x00", redact(text, found))
     for finding in found:
         assert 1 <= finding.line <= text.count("\n") + 1
         assert text[finding.start : finding.end] not in redacted

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_OUTPUT_CHARS",
     "MAX_WALK_FILES",
     "compile_glob",
+    "compile_pattern",
     "glob_tool",
     "grep_tool",
 ]
@@ -255,9 +256,10 @@ glob_tool = Tool("Glob", GLOB_DESCRIPTION, GLOB_SCHEMA, _glob, allowed_when_rest
 # ----------------------------------------------------------------------------- Grep
 
 GREP_DESCRIPTION = """\
-Search file contents with a regular expression (Python `re` syntax, matched line by line).
+Search file contents with a regular expression (RE2 syntax, as in ripgrep; matched line by line).
 
-- pattern: the regex, e.g. `def load_sales`, `revenue_(usd|cents)`, `import\\s+pandas`.
+- pattern: the regex, e.g. `def load_sales`, `revenue_(usd|cents)`, `import\\s+pandas`. \
+Backreferences (`\\1`) and lookaround (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`) are not supported.
 - path: a folder or a single file (default: the project folder). To search your memories, \
 pass the memory directory.
 - glob: only search files whose name matches, e.g. `*.py`, `*.{md,ipynb}`; a glob with a \
@@ -273,7 +275,7 @@ and __pycache__ are skipped."""
 GREP_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "pattern": {"type": "string", "description": "Regular expression (Python syntax)."},
+        "pattern": {"type": "string", "description": "Regular expression (RE2 syntax, as in ripgrep)."},
         "path": {
             "type": "string",
             "description": "File or folder to search (default: the project folder).",
@@ -313,15 +315,53 @@ def _grep_targets(ctx: ToolContext, base: Path, glob: str | None, state: _Walk) 
             yield path
 
 
-def _grep(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-    flags = re.MULTILINE | (re.IGNORECASE if input.get("case_insensitive") else 0)
+_RE2_MISSING = (
+    "backreferences (\\1, (?P=name)) and lookaround ((?=…), (?!…), (?<=…), (?<!…))"
+)
+
+
+class _PatternError(ValueError):
+    """A Grep pattern the engine cannot run; the message says why and what to do."""
+
+
+def compile_pattern(pattern: str, *, ignore_case: bool = False) -> Any:
+    """Compile a model-supplied Grep pattern on RE2, whose matching time is linear.
+
+    Python's backtracking ``re`` can take hours on a pattern such as ``(a+)+$``; RE2
+    (the engine family ripgrep uses) never backtracks, so a hostile or careless pattern
+    cannot stall the kernel. The price is that RE2 lacks backreferences and
+    lookaround; such a pattern raises ``ValueError`` saying so. ``^`` and ``$`` match at
+    line ends, as Grep searches line by line.
+    """
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # the error is reported to the caller, not to stderr
+    options.case_sensitive = not ignore_case
     try:
-        regex = re.compile(input["pattern"], flags)
-    except re.error as exc:
-        return ToolResult.error(
-            f"Invalid regular expression {input['pattern']!r}: {exc}. Grep uses Python `re` "
-            "syntax; escape literal characters such as ( [ . * + ? with a backslash."
+        return re2.compile("(?m)" + pattern, options=options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else str(exc)
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", errors="replace")
+        unsupported = any(
+            marker in reason for marker in ("invalid perl operator", "invalid escape sequence")
         )
+        hint = (
+            f"Grep runs patterns on RE2, a linear-time engine (as ripgrep does), which has no "
+            f"{_RE2_MISSING}; rewrite the pattern without them (for example search for the "
+            "candidates and check the context lines)."
+            if unsupported
+            else "Escape literal characters such as ( [ . * + ? with a backslash."
+        )
+        raise _PatternError(f"Invalid regular expression {pattern!r}: {reason}. {hint}") from None
+
+
+def _grep(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+    try:
+        regex = compile_pattern(input["pattern"], ignore_case=bool(input.get("case_insensitive")))
+    except _PatternError as exc:
+        return ToolResult.error(str(exc))
     base = resolve(ctx, input.get("path") or str(ctx.project_root), param="path").path
     if not base.exists():
         return ToolResult.error(f"{base} does not exist.")
