@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
 from shell_helpers import run
 
 from jupyter_memory.agent import TURN_MIME
@@ -78,8 +80,9 @@ def test_line_question_mark_is_a_question_not_help(ip, fake_api):
 def test_agent_without_model_explains_how_to_connect(ip, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    cap = run(ip, "%agent hello")
-    assert "ANTHROPIC_API_KEY" in cap.stdout and "ANTHROPIC_BASE_URL" in cap.stdout
+    with pytest.raises(UsageError) as failed:
+        run(ip, "%agent hello")
+    assert "ANTHROPIC_API_KEY" in str(failed.value) and "ANTHROPIC_BASE_URL" in str(failed.value)
 
 
 def test_run_python_headless_is_denied_with_clear_message(ip, fake_api, monkeypatch):
@@ -119,8 +122,12 @@ def test_fault_message_in_cell_and_kernel_survives(ip, fake_api):
     fake_api.fail_next(Fault("overloaded"), times=5)
     fake_api.script([Turn(text="later")])
     run(ip, "%config Agent.max_turns = 3")
-    cap = run(ip, "%agent hi")
-    rec = records(cap)[0]
+    with capture_output() as cap:
+        result = ip.run_cell("%agent hi", store_history=True)
+    assert isinstance(result.error_in_exec, UsageError)  # the cell fails: Run All stops
+    assert "overloaded" in str(result.error_in_exec)
+    assert "Traceback" not in cap.stderr and "UsageError: " in cap.stderr
+    rec = records(cap)[0]  # the failed turn's record stays in the cell
     assert rec["status"] == "error" and "overloaded" in rec["events"][0]["text"]
     run(ip, "still_alive = 1 + 1")  # the shell still works
     assert ip.user_ns["still_alive"] == 2

@@ -28,6 +28,9 @@ def load_ipython_extension(ipython: Any) -> None:
     cleanup = ipython.input_transformers_cleanup
     if protect_agent_line not in cleanup:
         cleanup.append(protect_agent_line)
+    from .cells import install as log_cells
+
+    log_cells(ipython)  # what the person runs reaches the agent's next turn
 
 
 _AGENT_LINE = re.compile(r"^(\s*)%agent[ \t]+(\S.*)$")
@@ -52,5 +55,8 @@ def unload_ipython_extension(ipython: Any) -> None:
     from .state import forget_state
 
     forget_state(ipython)
+    from .cells import uninstall as stop_logging_cells
+
+    stop_logging_cells(ipython)
     if protect_agent_line in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(protect_agent_line)
