@@ -23,7 +23,7 @@ from IPython.display import display
 from traitlets import Bool, Enum, Float, Int, Unicode, default
 
 from .. import record
-from ..agent import NoModelConfigured, TurnEvents, run_turn
+from ..agent import TURN_MIME, NoModelConfigured, TurnEvents, run_turn
 from ..errors import JupyterMemoryError
 from ..models import default_model, default_small_model
 from ..resume import ResumeError, has_turn_records, notebook_for, resume_session
@@ -573,7 +573,7 @@ class _TerminalView:
         self._line(f"[memory] {text}")
 
     def finish(self, bundle: dict[str, Any], *, expect_notice: bool = False) -> None:
-        answer = str(bundle.get("text/plain") or "")
+        answer = str((bundle.get(TURN_MIME) or {}).get("answer") or "")
         if not self.streamed and answer:
             self._write(answer)  # nothing streamed (a replayed or non-streaming answer)
         if not self.at_line_start:
