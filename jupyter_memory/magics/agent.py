@@ -37,7 +37,8 @@ from .state import session_for, state_for
 REDRAW_EVERY = 0.25
 
 #: Subcommands of the line magic and how many arguments each takes (min, max).
-SUBCOMMANDS = {"resume": (0, 1), "record": (0, 1), "replay": (0, 1), "status": (0, 0)}
+SUBCOMMANDS = {"resume": (0, 1), "record": (0, 1), "replay": (0, 1), "status": (0, 0),
+               "new": (0, 0)}
 #: Flags a subcommand accepts besides its arguments.
 SUBCOMMAND_FLAGS = {"replay": ("--strict",)}
 
@@ -215,6 +216,7 @@ class Agent(Magics):
             %agent replay [FILE|off]   # answer from a recording: no key, no network
             %agent replay --strict     # ... and refuse any request that is not identical
             %agent status              # session, conversation, log, recording
+            %agent new                 # a fresh conversation in this kernel (same memory)
             %agent -- resume my work   # a prompt that starts with a subcommand's name
 
         After a kernel restart the first agent turn resumes from the saved notebook by
@@ -277,6 +279,8 @@ class Agent(Magics):
         try:
             if name == "status":
                 print(self._status(session))
+            elif name == "new":
+                self._new(session)
             elif name == "resume":
                 self._resume(session, args[0] if args else None)
             elif name == "record":
@@ -285,6 +289,24 @@ class Agent(Magics):
                 self._replay(session, args[0] if args else None, strict="--strict" in flags)
         except JupyterMemoryError as exc:
             raise UsageError(str(exc)) from None
+
+    def _new(self, session: Any) -> None:
+        """Start a new session in this kernel: what a kernel restart does for the agent
+        (new session id, empty conversation, recording or replay stopped), while the
+        kernel's variables stay. The memory is on disk, so it carries over."""
+        stopped = record.stop(session)
+        old_id = session.session_id
+        st = state_for(self.shell)
+        st.session = None
+        st.last_agent_count = self._count()
+        log = cell_log_for(self.shell)
+        if log is not None:
+            log.take(0)  # the new conversation starts with the next cells
+        fresh = session_for(self.shell, self.agent_config())
+        self._resume_checked = fresh  # fresh means fresh: no auto-resume from the notebook
+        note = f"; stopped the {stopped.kind}" if stopped is not None else ""
+        print(f"New agent session {fresh.session_id} (was {old_id}){note}. The memory "
+              "carries over; the conversation starts empty.")
 
     def _resume(self, session: Any, path: str | None) -> None:
         current = record.controller(session)

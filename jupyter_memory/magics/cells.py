@@ -25,6 +25,8 @@ CELLS_HEADER = "The person ran these notebook cells since your last turn:"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: Most cells kept between two turns (the oldest are dropped, and the drop is said).
 MAX_CELLS = 50
+#: Cells from before the extension was loaded that are taken from IPython's history.
+SEED_CELLS = 20
 #: Characters of one cell's output kept while it runs (the cap applied at the turn is
 #: usually much smaller; this only bounds memory for a cell that prints without end).
 _RUNNING_LIMIT = 200_000
@@ -135,7 +137,27 @@ class CellLog:
         events = self.shell.events
         events.register("pre_run_cell", self.pre_run_cell)
         events.register("post_run_cell", self.post_run_cell)
+        self._seed_from_history()
         return self
+
+    def _seed_from_history(self) -> None:
+        """Cells run before the extension was loaded (setup cells, ``%load_ext`` itself):
+        their raw input from IPython's history, and their ``Out`` value if they had one."""
+        history = getattr(self.shell, "history_manager", None)
+        raw = list(getattr(history, "input_hist_raw", None) or [])
+        outputs = getattr(self.shell, "user_ns", {}).get("Out") or {}
+        for number in range(max(1, len(raw) - SEED_CELLS), len(raw)):
+            source = str(raw[number])
+            if not source.strip() or is_agent_cell(source):
+                continue
+            cell = _Cell(number, source)
+            if number in outputs:
+                try:
+                    data, _ = self.shell.display_formatter.format(outputs[number])
+                except Exception:  # a broken repr must not break loading the extension
+                    data = {}
+                cell.add(describe_bundle(data) + "\n")
+            self.cells.append(cell)
 
     def uninstall(self) -> None:
         events = self.shell.events
