@@ -67,7 +67,25 @@ def test_line_form_and_code_cells_are_passed_along(ip, fake_api):
     assert records(cap)[0]["answer"] == "It has 3 rows."
     user = fake_api.requests[0].body["messages"][0]["content"]
     text = "\n".join(b["text"] for b in user)
-    assert "Out[" in text and "len(frame)" in text
+    assert "len(frame)\nOutput:\n3" in text and "frame = [1, 2, 3]" in text
+
+
+def test_the_agent_sees_magics_as_typed_and_what_cells_showed(ip, fake_api):
+    fake_api.script([Turn(text="Noted."), Turn(text="Again.")])
+    run(ip, '%%remember -t project -n cents -d "revenue in cents"\nRevenue is cents.')
+    run(ip, "print('hello from the cell')")
+    run(ip, "from IPython.display import HTML, display\ndisplay(HTML('<i>hidden</i>'))")
+    ip.run_cell("1 / 0", store_history=True)
+    run(ip, "%agent What happened?")
+    text = "\n".join(b["text"] for b in fake_api.requests[0].body["messages"][0]["content"])
+    assert '%%remember -t project -n cents -d "revenue in cents"\nRevenue is cents.' in text
+    assert "run_cell_magic" not in text and "Saved project_cents.md (new)" in text
+    assert "hello from the cell" in text and "[HTML output]" in text
+    assert "ZeroDivisionError: division by zero" in text
+    assert "%agent What happened?" not in text
+    run(ip, "%agent And now?")  # nothing ran in between: no cell list at all
+    second = fake_api.requests[1].body["messages"][-1]["content"]
+    assert not any("since your last turn" in b.get("text", "") for b in second)
 
 
 def test_line_question_mark_is_a_question_not_help(ip, fake_api):
