@@ -127,6 +127,45 @@ def test_a_magic_given_bad_arguments_stops_the_notebook(
     assert nb.cells[2].execution_count is None
 
 
+def test_papermill_stops_at_a_failed_turn_and_replays_a_recording(tmp_path: Path, fake_api) -> None:
+    """papermill runs the same kernels: a recorded notebook replays with nothing set, and
+    a failed turn stops the run with our message."""
+    papermill = pytest.importorskip("papermill")
+    work = tmp_path / "work"
+    work.mkdir()
+    fake_api.script([Turn(text="Recorded hello.")])
+    source = notebook(QUIET, "%agent record pm.recording.json", "%%agent\nSay hello",
+                      "%agent record off")
+    nbformat.write(source, str(work / "pm.ipynb"))
+    env = {"JUPYTER_MEMORY_DIR": str(work / "memory")}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        papermill.execute_notebook(str(work / "pm.ipynb"), str(work / "recorded.ipynb"),
+                                   kernel_name="python3", cwd=str(work), progress_bar=False)
+        replay = notebook(QUIET, "%agent replay pm.recording.json", "%%agent\nSay hello")
+        nbformat.write(replay, str(work / "pm.ipynb"))
+        mp.delenv("ANTHROPIC_BASE_URL")
+        mp.delenv("ANTHROPIC_API_KEY")
+        done = papermill.execute_notebook(str(work / "pm.ipynb"), str(work / "replayed.ipynb"),
+                                          kernel_name="python3", cwd=str(work),
+                                          progress_bar=False)
+        assert "Recorded hello." in str(done.cells[2].outputs)
+        assert len(fake_api.requests) == 1  # the replay never reached the server
+        failing = notebook(QUIET, "%agent replay pm.recording.json",
+                           "%%agent\nSay hello differently", "after = 'ran'")
+        nbformat.write(failing, str(work / "pm.ipynb"))
+        with pytest.raises(papermill.PapermillExecutionError) as failed:
+            papermill.execute_notebook(str(work / "pm.ipynb"), str(work / "failed.ipynb"),
+                                       kernel_name="python3", cwd=str(work), progress_bar=False)
+    assert 'Exception encountered at "In [3]"' in str(failed.value)  # stopped at the turn
+    stopped = nbformat.read(str(work / "failed.ipynb"), as_version=4)
+    shown = "".join(o.get("text", "") for o in stopped.cells[2].outputs)
+    assert "UsageError: Replay: this request is not in the recording pm.recording.json" in shown
+    assert "Traceback" not in shown
+    assert stopped.cells[3].get("execution_count") is None  # the cell after it never ran
+
+
 # --------------------------------------------------------------------------- terminal IPython
 
 

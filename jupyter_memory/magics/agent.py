@@ -30,6 +30,7 @@ from ..resume import ResumeError, has_turn_records, notebook_for, resume_session
 from ..session import PERMISSION_MODES, RECALL_MODES, AgentConfig
 from ..tools import console_prompt
 from .cells import cell_log_for, is_agent_cell
+from .cells import quiet as quiet_cells
 from .render import tool_line, turn_bundle
 from .state import session_for, state_for
 
@@ -227,7 +228,8 @@ class Agent(Magics):
         if cell is None:
             sub = parse_subcommand(line)
             if sub is not None:
-                self._subcommand(*sub)
+                with quiet_cells(self.shell):
+                    self._subcommand(*sub)
                 return
             if line.lstrip().startswith("-- "):
                 line = line.lstrip()[3:]

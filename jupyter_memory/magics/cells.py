@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,6 +244,17 @@ class CellLog:
             sys.stderr = err
         self._streams = None
 
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Nothing shown meanwhile goes to the agent: the output of ``%agent record``,
+        ``replay``, ``new`` and ``status`` controls the session, differs between a
+        recorded and a replayed run, and is not part of the person's work."""
+        muted, self._muted = self._muted, True
+        try:
+            yield
+        finally:
+            self._muted = muted
+
     def _capture(self, text: str) -> None:
         cell = self._current
         if cell is not None and not self._muted and threading.get_ident() == self._thread:
@@ -280,6 +293,12 @@ def uninstall(shell: Any) -> None:
     log = _LOGS.pop(id(shell), None)
     if log is not None:
         log.uninstall()
+
+
+def quiet(shell: Any) -> AbstractContextManager[None]:
+    """``CellLog.quiet`` of ``shell``'s log, or nothing when there is no log."""
+    log = cell_log_for(shell)
+    return log.quiet() if log is not None else nullcontext()
 
 
 def cell_log_for(shell: Any) -> CellLog | None:
