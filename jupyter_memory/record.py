@@ -1181,16 +1181,28 @@ class Replayer:
 
 
 def _replay_log(session: Any) -> Any:
-    """A session log writing to its own file, so a replay never adds to the original log."""
-    from .session_log import SessionLog, log_path
+    """A session log writing to its own file, so a replay never adds to the original log.
+
+    Its ``path`` stays the recorded session's log, which is what the conversation names
+    (a compaction summary points the model at it, hooks get it as ``transcript_path``):
+    the replayed requests and what the cells show, token counts included, are then the
+    recorded ones. ``written_to`` is where this replay's turns go.
+    """
+    from .session_log import SessionLog, TranscriptWriter, git_branch, log_path
 
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     target = log_path(session).with_suffix("") / "replays" / f"replay-{stamp}.jsonl"
 
     class ReplayLog(SessionLog):
-        @property
-        def path(self) -> Path:
-            return target
+        written_to = target
+
+        def writer(self) -> TranscriptWriter:
+            if self._writer is None:
+                self._writer = TranscriptWriter(
+                    target, session_id=self.session.session_id, cwd=str(self.session.cwd),
+                    version=__version__, git_branch=git_branch(self.session.cwd),
+                )
+            return self._writer
 
     return ReplayLog(session)
 

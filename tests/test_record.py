@@ -387,8 +387,10 @@ def test_background_extraction_is_recorded_and_replayed_in_step(
         return [line for line in text.splitlines() if not line.startswith("modified:")]
 
     assert without_time((target / "memory" / "user_role.md").read_text()) == without_time(written)
-    log = again.log.path
+    log = again.log.written_to
     assert log.parent.name == "replays" and log.is_file()  # not the recorded session's log
+    # What the conversation names (compaction summaries, hooks) is the recorded log.
+    assert again.log.path.name == f"{again.session_id}.jsonl"
     record.stop(again)
     assert again.log.path.name == f"{again.session_id}.jsonl"
 

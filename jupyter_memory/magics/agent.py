@@ -389,7 +389,6 @@ class Agent(Magics):
             return str(path)
 
     def _status(self, session: Any) -> str:
-        log = getattr(session, "log", None)
         notebook = notebook_for(session, self.shell.user_ns)
         controller = record.controller(session)
         memdir = session.memdir
@@ -400,7 +399,7 @@ class Agent(Magics):
             f"Notebook: {notebook or 'unknown'}",
             f"Project: {session.project_root}",
             f"Memory: {memdir if memdir is not None else 'off'}",
-            f"Log: {log.path if log is not None and log in session.hooks else 'not written'}",
+            f"Log: {_log_file(session)}",
             f"Recording: {controller.status() if controller is not None else 'off'}",
             f"Auto-resume: {'on' if self.auto_resume else 'off'}",
         ]
@@ -487,6 +486,14 @@ class Agent(Magics):
         if not cells:
             return []
         return ["The person ran these notebook cells since your last turn:\n\n" + "\n\n".join(cells)]
+
+
+def _log_file(session: Any) -> str:
+    """Where the session's turns are written (a replay writes to a file of its own)."""
+    log = getattr(session, "log", None)
+    if log is None or log not in session.hooks:
+        return "not written"
+    return str(getattr(log, "written_to", None) or log.path)
 
 
 def _background_running(session: Any) -> bool:
