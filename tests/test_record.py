@@ -16,7 +16,7 @@ from jupyter_memory import record
 from jupyter_memory.agent import TURN_MIME, run_turn
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.agent import parse_subcommand
-from jupyter_memory.magics.state import forget_state
+from jupyter_memory.magics.state import forget_state, state_for
 from jupyter_memory.record import (
     Normaliser,
     Recording,
@@ -482,6 +482,9 @@ def test_subcommands_are_only_exact_first_words_with_fitting_arguments() -> None
     assert parse_subcommand("resume notes/analysis.ipynb") == ("resume", ["notes/analysis.ipynb"])
     assert parse_subcommand("record off") == ("record", ["off"])
     assert parse_subcommand("replay 'my file.json'") == ("replay", ["my file.json"])
+    assert parse_subcommand("replay --strict x.json") == ("replay", ["--strict", "x.json"])
+    assert parse_subcommand("replay --strict") == ("replay", ["--strict"])
+    assert parse_subcommand("new") == ("new", [])
     assert parse_subcommand("status") == ("status", [])
     for prompt in ("resume the analysis of last week", "status of the job?", "statuses",
                    "Record the revenue", "replay it's broken", "what is the status"):
@@ -530,3 +533,45 @@ def test_missing_recording_fails_the_cell(ip, monkeypatch) -> None:
     _, result = run(ip, "%agent replay nowhere.recording.json")
     assert isinstance(result.error_in_exec, UsageError)
     assert "No recording at nowhere.recording.json" in str(result.error_in_exec)
+
+
+def test_a_changed_system_prompt_through_the_magics(ip, fake_api, monkeypatch) -> None:
+    """``%agent replay`` warns in the cell's stderr; ``%agent replay --strict`` fails it."""
+    from jupyter_memory import prompts
+
+    fake_api.script([Turn(text="Recorded answer.")])
+    run(ip, "%agent record p.recording.json")
+    run(ip, "%agent Hello there")
+    run(ip, "%agent record off")
+    offline(monkeypatch)
+    monkeypatch.setattr(prompts, "IDENTITY", prompts.IDENTITY.replace(
+        "Be direct and concrete.", "Be brief and concrete."))
+    forget_state(ip)
+    load_ipython_extension(ip)
+    run(ip, "%agent replay p.recording.json")
+    cap, result = run(ip, "%agent Hello there")
+    assert result.error_in_exec is None and answers(cap) == ["Recorded answer."]
+    assert "Replay warning" in cap.stderr and "the system prompt" in cap.stderr
+    assert "Be brief" in cap.stderr
+
+    forget_state(ip)
+    load_ipython_extension(ip)
+    cap, _ = run(ip, "%agent replay --strict p.recording.json")
+    assert "(strict matching)" in cap.stdout
+    assert "strict matching" in run(ip, "%agent status")[0].stdout
+    cap, result = run(ip, "%agent Hello there")
+    assert isinstance(result.error_in_exec, UsageError) and answers(cap) == []
+    message = str(result.error_in_exec)
+    assert "First difference at system[0].text" in message and "Be brief" in message
+
+
+def test_agent_new_starts_a_fresh_session_in_the_same_kernel(ip, fake_api) -> None:
+    fake_api.script([Turn(text="One."), Turn(text="Two.")])
+    run(ip, "%agent First question")
+    before = state_for(ip).session
+    cap, _ = run(ip, "%agent new")
+    after = state_for(ip).session
+    assert after is not before and after.session_id != before.session_id
+    assert after.messages == [] and f"was {before.session_id}" in cap.stdout
+    run(ip, "%agent Second question")
+    assert len(fake_api.requests[1].body["messages"]) == 1  # the conversation started over
