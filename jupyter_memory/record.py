@@ -97,6 +97,9 @@ _MODIFIED = re.compile(
 )
 #: The modification time of a memory in a manifest line: ``- [type] file.md (ISO): ...``.
 _MANIFEST_TIME = re.compile(r"(\.md \()\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(\))")
+#: Any other moment in ISO form with its zone (a compaction's time in a cell's output).
+_INSTANT = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+INSTANT = "{{INSTANT}}"
 
 
 class RecordingError(JupyterMemoryError):
@@ -128,7 +131,8 @@ class Normaliser:
     requests only, a ``modified:`` timestamp in a memory's frontmatter becomes
     ``{{TIMESTAMP}}`` (memory files edited during the session carry the time of the edit)
     and the modification time in a manifest line (``- [type] file.md (time): …``, shown to
-    the recall selector and the extraction agent) becomes ``{{MTIME}}``.
+    the recall selector and the extraction agent) becomes ``{{MTIME}}``; any other moment
+    written in ISO form with its zone (``2026-03-04T10:11:12Z``) becomes ``{{INSTANT}}``.
     """
 
     paths: tuple[tuple[str, str], ...]
@@ -212,6 +216,7 @@ class Normaliser:
         if timestamps:
             value = _MODIFIED.sub(lambda m: f"{m.group(1)}{TIMESTAMP}{m.group(2)}", value)
             value = _MANIFEST_TIME.sub(lambda m: f"{m.group(1)}{MTIME}{m.group(2)}", value)
+            value = _INSTANT.sub(INSTANT, value)
         return value
 
     def request(self, body: Any) -> Any:
@@ -524,7 +529,8 @@ class Recording:
             "today": session.today(),
             "notebook_known": bool(session.notebook),
             "notebook": Path(session.notebook).name if session.notebook else None,
-            "placeholders": sorted(set(norm.placeholders) | {TODAY, PLATFORM, PYTHON, TIMESTAMP, MTIME}),
+            "placeholders": sorted(set(norm.placeholders)
+                                   | {TODAY, PLATFORM, PYTHON, TIMESTAMP, MTIME, INSTANT}),
             "start": {
                 "turn_count": session.turn_count,
                 "messages": norm.response(_jsonable(session.messages)),

@@ -95,6 +95,8 @@ def test_timestamps_are_normalised_in_requests_only() -> None:
     norm = Normaliser.build([])
     body = {"messages": [{"content": "     5\tmodified: 2026-03-04T10:11:12.345Z\nbody"}]}
     assert norm.request(body)["messages"][0]["content"].endswith("modified: {{TIMESTAMP}}\nbody")
+    compacted = {"messages": [{"content": "Compacted at 2026-12-01T01:11:16Z: 4 messages"}]}
+    assert norm.request(compacted)["messages"][0]["content"] == "Compacted at {{INSTANT}}: 4 messages"
     assert norm.response(body) == body
 
 
