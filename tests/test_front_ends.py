@@ -160,10 +160,11 @@ def test_papermill_stops_at_a_failed_turn_and_replays_a_recording(tmp_path: Path
                                        kernel_name="python3", cwd=str(work), progress_bar=False)
     assert 'Exception encountered at "In [3]"' in str(failed.value)  # stopped at the turn
     stopped = nbformat.read(str(work / "failed.ipynb"), as_version=4)
-    shown = "".join(o.get("text", "") for o in stopped.cells[2].outputs)
+    code = [c for c in stopped.cells if c.cell_type == "code"]  # papermill adds a banner
+    shown = "".join(o.get("text", "") for o in code[2].outputs)
     assert "UsageError: Replay: this request is not in the recording pm.recording.json" in shown
     assert "Traceback" not in shown
-    assert stopped.cells[3].get("execution_count") is None  # the cell after it never ran
+    assert code[3].get("execution_count") is None  # the cell after it never ran
 
 
 # --------------------------------------------------------------------------- terminal IPython
