@@ -11,7 +11,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from shell_helpers import run
+from shell_helpers import fails, run
 
 from jupyter_memory.agent import TURN_MIME
 from jupyter_memory.magics import load_ipython_extension
@@ -168,12 +168,12 @@ def test_remember_and_memory_table(ip, memdir):
 
 
 def test_remember_refuses_credentials(ip, memdir):
-    cap = run(
+    message = fails(
         ip,
         "%%remember -t reference -n key -d 'the api key'\n"
         "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
     )
-    assert "Saved" not in cap.stdout
+    assert "Refused to store" in message and "abcdefghijklmnop" not in message
     assert not list(memdir.glob("*.md")) or [p.name for p in memdir.glob("*.md")] == ["MEMORY.md"]
 
 
