@@ -574,6 +574,7 @@ def test_agent_new_starts_a_fresh_session_in_the_same_kernel(ip, fake_api) -> No
     cap, _ = run(ip, "%agent new")
     after = state_for(ip).session
     assert after is not before and after.session_id != before.session_id
-    assert after.messages == [] and f"was {before.session_id}" in cap.stdout
+    assert after.messages == [] and f"previous one ({before.session_id}) ended" in cap.stdout
+    assert after.session_id not in cap.stdout
     run(ip, "%agent Second question")
     assert len(fake_api.requests[1].body["messages"]) == 1  # the conversation started over

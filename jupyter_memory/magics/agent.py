@@ -306,9 +306,11 @@ class Agent(Magics):
             log.take(0)  # the new conversation starts with the next cells
         fresh = session_for(self.shell, self.agent_config())
         self._resume_checked = fresh  # fresh means fresh: no auto-resume from the notebook
-        note = f"; stopped the {stopped.kind}" if stopped is not None else ""
-        print(f"New agent session {fresh.session_id} (was {old_id}){note}. The memory "
-              "carries over; the conversation starts empty.")
+        note = f", and its {stopped.kind} stopped" if stopped is not None else ""
+        # The new id is random: it stays out of the output, so a replayed notebook shows
+        # the same text every run (%agent status shows it).
+        print(f"Started a new agent session; the previous one ({old_id}) ended{note}. The "
+              "memory carries over; the conversation starts empty.")
 
     def _resume(self, session: Any, path: str | None) -> None:
         current = record.controller(session)
