@@ -350,6 +350,9 @@ def describe_difference(recorded: Any, now: Any) -> str:
 # --------------------------------------------------------------------------- matching
 
 _REMINDER_START = "<system-reminder>"
+#: A reminder inside a longer text (session notes and compaction transcribe the
+#: conversation into one string, reminders included).
+_REMINDER_SPAN = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
 def _is_reminder(block: Any) -> bool:
@@ -386,7 +389,8 @@ def conversation_view(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     One entry per message: its role and, per block, the text people and the model wrote,
     each tool call (name and input) and each tool result. Left out: the system prompt,
     the tool list, model settings, cache markers and ``<system-reminder>`` blocks (the
-    date, the memory index, attached memories), which replay only warns about.
+    date, the memory index, attached memories, the cells run since the last turn; also
+    where a side call quotes them inside a text), which replay only warns about.
     """
     view: list[dict[str, Any]] = []
     for message in request.get("messages") or []:
@@ -399,7 +403,10 @@ def conversation_view(request: Mapping[str, Any]) -> list[dict[str, Any]]:
             kind = block.get("type")
             if kind == "text":
                 if not _is_reminder(block):
-                    parts.append({"text": block.get("text")})
+                    text = block.get("text")
+                    if isinstance(text, str):
+                        text = _REMINDER_SPAN.sub("<system-reminder/>", text)
+                    parts.append({"text": text})
             elif kind == "tool_use":
                 parts.append({"tool_use": block.get("name"), "input": block.get("input")})
             elif kind == "tool_result":
@@ -419,11 +426,17 @@ def _system_view(system: Any) -> Any:
 
 
 def _reminders(request: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """Every ``<system-reminder>`` of the messages: whole blocks and those inside a text."""
     out = []
     for index, message in enumerate(request.get("messages") or []):
-        if isinstance(message, Mapping):
-            out += [(index, str(b.get("text"))) for b in _blocks(message)
-                    if isinstance(b, Mapping) and b.get("type") == "text" and _is_reminder(b)]
+        if not isinstance(message, Mapping):
+            continue
+        for block in _blocks(message):
+            if isinstance(block, Mapping) and block.get("type") == "text":
+                text = str(block.get("text"))
+                spans = _REMINDER_SPAN.findall(text)
+                out += [(index, span) for span in spans] or (
+                    [(index, text)] if _is_reminder(block) else [])
     return out
 
 

@@ -253,6 +253,10 @@ def test_the_conversation_view_keeps_what_was_said_and_drops_our_context() -> No
                                            "input": {"file_path": "/p"}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
                                       "content": [{"type": "text", "text": "data"}]}]}]}
+    quoted = {"messages": [{"role": "user", "content": "Notes:\nPerson: <system-reminder>\n"
+                            "about 3,813 tokens\n</system-reminder>\nPlot it"}]}
+    assert record.conversation_view(quoted) == [{"role": "user", "content": [
+        {"text": "Notes:\nPerson: <system-reminder/>\nPlot it"}]}]
     assert record.conversation_view(request) == [
         {"role": "user", "content": [{"text": "Plot it"}]},
         {"role": "assistant", "content": [{"tool_use": "Read", "input": {"file_path": "/p"}}]},
