@@ -296,8 +296,8 @@ class Agent(Magics):
         """Start a new session in this kernel: what a kernel restart does for the agent
         (new session id, empty conversation, recording or replay stopped), while the
         kernel's variables stay. The memory is on disk, so it carries over."""
+        old_id = session.session_id  # before a replay's stop gives back the kernel's own id
         stopped = record.stop(session)
-        old_id = session.session_id
         st = state_for(self.shell)
         st.session = None
         st.last_agent_count = self._count()
