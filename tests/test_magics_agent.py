@@ -13,7 +13,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from shell_helpers import fails, run
 
-from jupyter_memory.agent import TURN_MIME
+from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.state import forget_state
 from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn

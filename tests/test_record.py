@@ -12,19 +12,19 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from jupyter_memory import record
-from jupyter_memory.agent import TURN_MIME, run_turn
+from jupyter_memory.agent.loop import TURN_MIME, run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.agent import parse_subcommand
 from jupyter_memory.magics.state import forget_state, state_for
-from jupyter_memory.record import (
+from jupyter_memory.sessions import recording as record
+from jupyter_memory.sessions.recording import (
     Normaliser,
     Recording,
     RecordingError,
     describe_difference,
     first_difference,
 )
-from jupyter_memory.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 CENTS = (
@@ -204,7 +204,7 @@ def test_a_changed_system_prompt_replays_with_a_warning_and_fails_when_strict(
     tmp_path: Path, fake_api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A recording made before a change to our own prompt text still replays."""
-    from jupyter_memory import prompts
+    from jupyter_memory.context import prompts
 
     path, recorded = record_session(tmp_path / "a", fake_api, ["Hello", "How is revenue stored?"])
     offline(monkeypatch)
@@ -543,7 +543,7 @@ def test_missing_recording_fails_the_cell(ip, monkeypatch) -> None:
 
 def test_a_changed_system_prompt_through_the_magics(ip, fake_api, monkeypatch) -> None:
     """``%agent replay`` warns in the cell's stderr; ``%agent replay --strict`` fails it."""
-    from jupyter_memory import prompts
+    from jupyter_memory.context import prompts
 
     fake_api.script([Turn(text="Recorded answer.")])
     run(ip, "%agent record p.recording.json")

@@ -13,10 +13,10 @@ from typing import Any
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .agent import Agent
-    from .compact import CompactMagics
-    from .context import ContextMagics
-    from .memory import MemoryMagics
+    from jupyter_memory.magics.agent import Agent
+    from jupyter_memory.magics.compact import CompactMagics
+    from jupyter_memory.magics.context import ContextMagics
+    from jupyter_memory.magics.memory import MemoryMagics
 
     agent = Agent(shell=ipython)
     ipython.register_magics(agent)
@@ -28,7 +28,7 @@ def load_ipython_extension(ipython: Any) -> None:
     cleanup = ipython.input_transformers_cleanup
     if protect_agent_line not in cleanup:
         cleanup.append(protect_agent_line)
-    from .cells import install as log_cells
+    from jupyter_memory.magics.cells import install as log_cells
 
     log_cells(ipython)  # what the person runs reaches the agent's next turn
 
@@ -52,10 +52,10 @@ def protect_agent_line(lines: list[str]) -> list[str]:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .state import forget_state
+    from jupyter_memory.magics.state import forget_state
 
     forget_state(ipython)
-    from .cells import uninstall as stop_logging_cells
+    from jupyter_memory.magics.cells import uninstall as stop_logging_cells
 
     stop_logging_cells(ipython)
     if protect_agent_line in ipython.input_transformers_cleanup:

@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
-from ..compaction import (
+from jupyter_memory.agent.compaction import (
     CompactionResult,
     compact,
     estimate_next_request,
@@ -25,8 +25,8 @@ from ..compaction import (
     status,
     undo,
 )
-from ..errors import JupyterMemoryError
-from .render import markdown_to_html
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.magics.render import markdown_to_html
 
 COMPACTION_MIME = "application/vnd.jupyter-memory.compaction+json"
 FLAGS = ("--micro", "--undo", "--status", "--json")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import jupyter_memory
-from jupyter_memory.store import MemoryStore
+from jupyter_memory.memdir.store import MemoryStore
 from jupyter_memory.testing import FakeAnthropic, Turn
 
 pytestmark = pytest.mark.browser
