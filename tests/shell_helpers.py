@@ -12,3 +12,16 @@ def run(shell: InteractiveShell, code: str) -> CapturedIO:
         result = shell.run_cell(code, store_history=True)
     result.raise_error()
     return cap
+
+
+def fails(shell: InteractiveShell, code: str) -> str:
+    """Run one cell that must fail the way IPython's UsageError does (one line, no
+    traceback, so Run All stops there); returns the message."""
+    from IPython.core.error import UsageError
+
+    with capture_output() as cap:
+        result = shell.run_cell(code, store_history=True)
+    error = result.error_in_exec or result.error_before_exec
+    assert isinstance(error, UsageError), f"the cell did not fail with a UsageError: {error!r}"
+    assert "Traceback" not in cap.stderr and "Traceback" not in cap.stdout
+    return str(error)

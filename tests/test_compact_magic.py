@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import run
+from shell_helpers import fails, run
 
 from jupyter_memory.agent.compaction import CLEARED_MARKER, SUMMARY_REQUEST_HEAD, SUMMARY_SECTIONS
 from jupyter_memory.magics import load_ipython_extension
@@ -106,9 +106,9 @@ def test_micro_clears_old_tool_outputs(ip, fake_api):
 
 
 def test_messages_for_nothing_to_do_and_bad_options(ip):
-    assert "nothing to compact" in run(ip, "%compact").stdout
-    assert "no compaction to undo" in run(ip, "%compact --undo").stdout
-    assert "unknown option --bogus" in run(ip, "%compact --bogus").stdout
+    assert "nothing to compact" in fails(ip, "%compact")
+    assert "no compaction to undo" in fails(ip, "%compact --undo")
+    assert "unknown option --bogus" in fails(ip, "%compact --bogus")
 
 
 def test_status_lists_levels(ip):

@@ -8,8 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import run
+from IPython.utils.capture import capture_output
+from shell_helpers import fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.magics import load_ipython_extension
@@ -65,7 +67,25 @@ def test_line_form_and_code_cells_are_passed_along(ip, fake_api):
     assert records(cap)[0]["answer"] == "It has 3 rows."
     user = fake_api.requests[0].body["messages"][0]["content"]
     text = "\n".join(b["text"] for b in user)
-    assert "Out[" in text and "len(frame)" in text
+    assert "len(frame)\nOutput:\n3" in text and "frame = [1, 2, 3]" in text
+
+
+def test_the_agent_sees_magics_as_typed_and_what_cells_showed(ip, fake_api):
+    fake_api.script([Turn(text="Noted."), Turn(text="Again.")])
+    run(ip, '%%remember -t project -n cents -d "revenue in cents"\nRevenue is cents.')
+    run(ip, "print('hello from the cell')")
+    run(ip, "from IPython.display import HTML, display\ndisplay(HTML('<i>hidden</i>'))")
+    ip.run_cell("1 / 0", store_history=True)
+    run(ip, "%agent What happened?")
+    text = "\n".join(b["text"] for b in fake_api.requests[0].body["messages"][0]["content"])
+    assert '%%remember -t project -n cents -d "revenue in cents"\nRevenue is cents.' in text
+    assert "run_cell_magic" not in text and "Saved project_cents.md (new)" in text
+    assert "hello from the cell" in text and "[HTML output]" in text
+    assert "ZeroDivisionError: division by zero" in text
+    assert "%agent What happened?" not in text
+    run(ip, "%agent And now?")  # nothing ran in between: no cell list at all
+    second = fake_api.requests[1].body["messages"][-1]["content"]
+    assert not any("since your last turn" in b.get("text", "") for b in second)
 
 
 def test_line_question_mark_is_a_question_not_help(ip, fake_api):
@@ -80,8 +100,9 @@ def test_line_question_mark_is_a_question_not_help(ip, fake_api):
 def test_agent_without_model_explains_how_to_connect(ip, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    cap = run(ip, "%agent hello")
-    assert "ANTHROPIC_API_KEY" in cap.stdout and "ANTHROPIC_BASE_URL" in cap.stdout
+    with pytest.raises(UsageError) as failed:
+        run(ip, "%agent hello")
+    assert "ANTHROPIC_API_KEY" in str(failed.value) and "ANTHROPIC_BASE_URL" in str(failed.value)
 
 
 def test_run_python_headless_is_denied_with_clear_message(ip, fake_api, monkeypatch):
@@ -121,8 +142,12 @@ def test_fault_message_in_cell_and_kernel_survives(ip, fake_api):
     fake_api.fail_next(Fault("overloaded"), times=5)
     fake_api.script([Turn(text="later")])
     run(ip, "%config Agent.max_turns = 3")
-    cap = run(ip, "%agent hi")
-    rec = records(cap)[0]
+    with capture_output() as cap:
+        result = ip.run_cell("%agent hi", store_history=True)
+    assert isinstance(result.error_in_exec, UsageError)  # the cell fails: Run All stops
+    assert "overloaded" in str(result.error_in_exec)
+    assert "Traceback" not in cap.stderr and "UsageError: " in cap.stderr
+    rec = records(cap)[0]  # the failed turn's record stays in the cell
     assert rec["status"] == "error" and "overloaded" in rec["events"][0]["text"]
     run(ip, "still_alive = 1 + 1")  # the shell still works
     assert ip.user_ns["still_alive"] == 2
@@ -145,12 +170,12 @@ def test_remember_and_memory_table(ip, memdir):
 
 
 def test_remember_refuses_credentials(ip, memdir):
-    cap = run(
+    message = fails(
         ip,
         "%%remember -t reference -n key -d 'the api key'\n"
         "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
     )
-    assert "Saved" not in cap.stdout
+    assert "Refused to store" in message and "abcdefghijklmnop" not in message
     assert not list(memdir.glob("*.md")) or [p.name for p in memdir.glob("*.md")] == ["MEMORY.md"]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from shell_helpers import run
+from shell_helpers import fails, run
 
 from jupyter_memory.agent.extraction import hook_for
 from jupyter_memory.magics import load_ipython_extension
@@ -52,6 +52,10 @@ def ip(shell: InteractiveShell, tmp_path: Path, memdir: Path, monkeypatch: pytes
 
 def remember(shell: InteractiveShell, options: str, body: str) -> str:
     return run(shell, f"%%remember {options}\n{body}").stdout
+
+
+def remember_fails(shell: InteractiveShell, options: str, body: str) -> str:
+    return fails(shell, f"%%remember {options}\n{body}")
 
 
 def session_of(shell: InteractiveShell) -> Any:
@@ -99,7 +103,7 @@ def test_remember_with_the_server_lets_the_agent_file_it(ip, memdir, fake_api):
 
 def test_remember_model_failure_saves_nothing(ip, memdir, fake_api):
     fake_api.fail_next("authentication")
-    out = remember(ip, "", "Some fact.")
+    out = remember_fails(ip, "", "Some fact.")
     assert "Nothing was saved" in out and "--offline" in out
     assert not list(memdir.glob("*.md"))
 
@@ -116,14 +120,14 @@ def test_remember_scopes(ip, memdir, tmp_path):
     data = json.loads(run(ip, "%memory list --scope user --agent reviewer --json").stdout)
     assert [m["name"] for m in data] == ["role"]
     run(ip, "%memory off")
-    assert "agent-scoped memory follows it" in remember(ip, "--scope user -t user -n a -d b", "c")
+    assert "agent-scoped memory follows it" in remember_fails(ip, "--scope user -t user -n a -d b", "c")
 
 
 def test_remember_refuses_bad_input(ip, memdir):
-    assert "empty" in remember(ip, "-t user -n a -d b", "   ")
-    assert "could not read the options" in remember(ip, "--type opinion", "x")
+    assert "empty" in remember_fails(ip, "-t user -n a -d b", "   ")
+    assert "could not read the options" in remember_fails(ip, "--type opinion", "x")
     remember(ip, "-t user -n role -d 'analyst'", "Analyst.")
-    assert "already exists" in remember(ip, "-t user -n role -d 'analyst'", "Analyst again.")
+    assert "already exists" in remember_fails(ip, "-t user -n role -d 'analyst'", "Analyst again.")
 
 
 # ----------------------------------------------------------------------------- %memory
@@ -147,7 +151,7 @@ def test_table_show_search(two, memdir):
     assert data["file"] == "user_role.md" and "fluent in SQL" in data["text"]
     assert "revenue-in-cents" in run(two, "%memory search CENTS").stdout
     assert "No memory mentions" in run(two, "%memory search nothing-like-this").stdout
-    assert "Did you mean" in run(two, "%memory show rol").stdout
+    assert "Did you mean" in fails(two, "%memory show rol")
 
 
 def test_edit_offers_the_file(two, memdir):
@@ -190,21 +194,21 @@ def test_doctor_repair_path_mode_on_off_why(two, memdir):
     assert {d["file"] for d in why} >= {"user_role.md", "project_orphan.md"}
     run(two, "%memory off")
     assert session_of(two).store is None
-    assert "memory is off" in run(two, "%memory list").stdout.lower()
+    assert "memory is off" in fails(two, "%memory list").lower()
     run(two, "%memory on")
     assert session_of(two).store is not None
 
 
 def test_unknown_subcommand_and_bad_arguments(ip):
-    assert "unknown subcommand" in run(ip, "%memory frobnicate").stdout
-    assert "could not read the arguments" in run(ip, "%memory show 'unclosed").stdout
-    assert "unknown scope" in run(ip, "%memory list --scope everyone").stdout
+    assert "unknown subcommand" in fails(ip, "%memory frobnicate")
+    assert "could not read the arguments" in fails(ip, "%memory show 'unclosed")
+    assert "unknown scope" in fails(ip, "%memory list --scope everyone")
 
 
 def test_export_import_round_trip_through_the_magic(two, memdir, tmp_path, monkeypatch):
     zip_path = tmp_path / "demo.zip"
     assert "Exported 3 files" in run(two, f"%memory export {zip_path}").stdout
-    assert "already exists" in run(two, f"%memory export {zip_path}").stdout
+    assert "already exists" in fails(two, f"%memory export {zip_path}")
     fresh = tmp_path / "fresh"
     monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(fresh))
     forget_state(two)
@@ -227,7 +231,7 @@ def test_import_of_a_damaged_zip_is_a_clear_message(ip, memdir, tmp_path):
     at = data.index(b"body text")
     data[at : at + 4] = b"XXXX"
     archive.write_bytes(bytes(data))
-    out = run(ip, f"%memory import {archive}").stdout
+    out = fails(ip, f"%memory import {archive}")
     assert "is damaged" in out and "Nothing was imported" in out
     assert not (memdir / "note.md").exists()
 
@@ -271,7 +275,7 @@ def test_extraction_notice_lands_in_the_cell_and_undo_works(ip, memdir, fake_api
     out = run(ip, f"{payload['undo']}").stdout
     assert "removed feedback_no_full_frames.md" in out
     assert not path.exists()
-    assert "already undone" in run(ip, "%memory undo 1").stdout
+    assert "already undone" in fails(ip, "%memory undo 1")
 
 
 def test_extraction_settings_through_the_magic(ip):
@@ -282,7 +286,7 @@ def test_extraction_settings_through_the_magic(ip):
     assert hook.enabled
     run(ip, "%memory extraction every 3")
     assert hook.every == 3
-    assert "whole number" in run(ip, "%memory extraction every zero").stdout
+    assert "whole number" in fails(ip, "%memory extraction every zero")
     run(ip, "%memory extraction approval on")
     assert hook.approval_mode
     run(ip, "%memory extraction off")
@@ -290,7 +294,7 @@ def test_extraction_settings_through_the_magic(ip):
     hook.broken = True
     run(ip, "%memory extraction reset")
     assert not hook.broken
-    assert "saved anything to undo" in run(ip, "%memory undo").stdout
+    assert "saved anything to undo" in fails(ip, "%memory undo")
 
 
 def test_pending_items_through_the_magic(two, memdir):
@@ -312,7 +316,7 @@ def test_pending_items_through_the_magic(two, memdir):
     assert "Discarded" in run(two, f"%memory pending discard {update.id}").stdout
     assert (memdir / "user_role.md").read_bytes() == current
     assert "No memories are waiting" in run(two, "%memory pending").stdout
-    assert "There are no pending memories" in run(two, "%memory pending accept zzz").stdout
+    assert "There are no pending memories" in fails(two, "%memory pending accept zzz")
 
 
 def test_magics_document_themselves(ip):

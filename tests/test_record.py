@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
@@ -15,13 +16,12 @@ from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.agent import parse_subcommand
-from jupyter_memory.magics.state import forget_state
+from jupyter_memory.magics.state import forget_state, state_for
 from jupyter_memory.sessions import recording as record
 from jupyter_memory.sessions.recording import (
     Normaliser,
     Recording,
     RecordingError,
-    ReplayMismatch,
     describe_difference,
     first_difference,
 )
@@ -95,6 +95,8 @@ def test_timestamps_are_normalised_in_requests_only() -> None:
     norm = Normaliser.build([])
     body = {"messages": [{"content": "     5\tmodified: 2026-03-04T10:11:12.345Z\nbody"}]}
     assert norm.request(body)["messages"][0]["content"].endswith("modified: {{TIMESTAMP}}\nbody")
+    compacted = {"messages": [{"content": "Compacted at 2026-12-01T01:11:16Z: 4 messages"}]}
+    assert norm.request(compacted)["messages"][0]["content"] == "Compacted at {{INSTANT}}: 4 messages"
     assert norm.response(body) == body
 
 
@@ -184,10 +186,118 @@ def test_a_changed_memory_index_is_refused_too(
     offline(monkeypatch)
     (tmp_path / "a" / "memory" / "MEMORY.md").write_text(INDEX.replace("holds cents", "is dollars"))
     session = make_session(tmp_path / "a")
-    replayer = record.start_replay(session, path)
+    replayer = record.start_replay(session, path, match="strict")
     run_turn(session, "Hello")
     message = replayer.take_new_mismatch()
     assert "messages[0].content[0].text" in message and "dollars" in message
+    # Matched on the conversation (the default), the changed index is a warning naming it.
+    record.stop(session)
+    session = make_session(tmp_path / "a")
+    replayer = record.start_replay(session, path)
+    assert run_turn(session, "Hello").ok
+    assert replayer.take_new_mismatch() is None
+    (warning,) = replayer.take_new_warnings()
+    assert "context blocks" in warning and "dollars" in warning
+
+
+def test_a_changed_system_prompt_replays_with_a_warning_and_fails_when_strict(
+    tmp_path: Path, fake_api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recording made before a change to our own prompt text still replays."""
+    from jupyter_memory.context import prompts
+
+    path, recorded = record_session(tmp_path / "a", fake_api, ["Hello", "How is revenue stored?"])
+    offline(monkeypatch)
+    monkeypatch.setattr(prompts, "IDENTITY", prompts.IDENTITY.replace(
+        "Be direct and concrete.", "Be brief and concrete."))
+    session = make_session(tmp_path / "a")
+    replayer = record.start_replay(session, path)
+    results = [run_turn(session, p) for p in ("Hello", "How is revenue stored?")]
+    assert [r.answer for r in results] == [r.answer for r in recorded]
+    assert replayer.take_new_mismatch() is None
+    warnings = replayer.take_new_warnings()
+    assert len(warnings) == 1  # the same change is named once, not at every request
+    assert "the system prompt" in warnings[0] and "Be brief" in warnings[0]
+    assert "Be direct" in warnings[0] and "--strict" in warnings[0]
+    record.stop(session)
+
+    session = make_session(tmp_path / "a")
+    replayer = record.start_replay(session, path, match="strict")
+    result = run_turn(session, "Hello")
+    assert result.status == "error"
+    message = replayer.take_new_mismatch()
+    assert "First difference at system[0].text" in message
+    assert "Be direct" in message and "Be brief" in message and "strict matching" in message
+
+
+def test_a_changed_tool_description_is_named_in_the_warning() -> None:
+    tools = [{"name": "Read", "description": "Read a file."}, {"name": "Grep", "description": "g"}]
+    recorded = {"model": "m", "system": [{"type": "text", "text": "a"}], "tools": tools,
+                "messages": [{"role": "user", "content": "hi"}]}
+    now = json.loads(json.dumps(recorded))
+    now["tools"][0]["description"] = "Read one file."
+    now["tools"].append({"name": "Plot", "description": "p"})
+    now["max_tokens"] = 10
+    changes = record.describe_changes(recorded, now)
+    assert changes[0] == "the description or schema of tool Read"
+    assert changes[1] == "new tool Plot" and changes[2].startswith("max_tokens (recorded")
+    assert record.describe_changes(recorded, recorded) == []
+
+
+def test_the_conversation_view_keeps_what_was_said_and_drops_our_context() -> None:
+    request = {"system": "s", "tools": [], "messages": [
+        {"role": "user", "content": [
+            {"type": "text", "text": "<system-reminder>\nToday is x\n</system-reminder>"},
+            {"type": "text", "text": "Plot it", "cache_control": {"type": "ephemeral"}}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read",
+                                           "input": {"file_path": "/p"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": [{"type": "text", "text": "data"}]}]}]}
+    quoted = {"messages": [{"role": "user", "content": "Notes:\nPerson: <system-reminder>\n"
+                            "about 3,813 tokens\n</system-reminder>\nPlot it"}]}
+    assert record.conversation_view(quoted) == [{"role": "user", "content": [
+        {"text": "Notes:\nPerson: <system-reminder/>\nPlot it"}]}]
+    assert record.conversation_view(request) == [
+        {"role": "user", "content": [{"text": "Plot it"}]},
+        {"role": "assistant", "content": [{"tool_use": "Read", "input": {"file_path": "/p"}}]},
+        {"role": "user", "content": [{"tool_result": ["data"], "is_error": False}]}]
+
+
+def test_match_mode_comes_from_the_flag_the_setting_or_the_environment() -> None:
+    assert record.match_mode(env={}) == "conversation"
+    assert record.match_mode(True, env={}) == "strict"
+    assert record.match_mode(configured="strict", env={}) == "strict"
+    assert record.match_mode(env={record.MATCH_ENV: "STRICT"}) == "strict"
+    with pytest.raises(RecordingError, match="Unknown replay match 'exact'"):
+        record.match_mode(env={record.MATCH_ENV: "exact"})
+
+
+def test_a_kernel_that_does_not_know_its_notebook_takes_the_recorded_one(
+    tmp_path: Path, fake_api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nbconvert, nbclient and papermill start kernels without the notebook's path: the
+    replay names the same notebook the recording did, so the requests are identical."""
+    folder = tmp_path / "a"
+    seed_memory(folder)
+    (folder / "analysis.ipynb").write_text("{}", encoding="utf-8")
+    fake_api.script([Turn(text="Hello!")])
+    session = Session(folder, config=AgentConfig.from_env(),
+                      env=dict(os.environ, JUPYTER_MEMORY_DIR=str(folder / "memory")),
+                      notebook=str(folder / "analysis.ipynb"))
+    path = folder / "analysis.recording.json"
+    record.start_recording(session, path)
+    assert run_turn(session, "Hi").ok
+    record.stop(session)
+    assert json.loads(path.read_text())["notebook"] == "analysis.ipynb"
+
+    offline(monkeypatch)
+    session = make_session(folder)  # no notebook known
+    replayer = record.start_replay(session, path, match="strict")
+    assert session.notebook == str(folder.resolve() / "analysis.ipynb")
+    assert run_turn(session, "Hi").answer == "Hello!"
+    assert replayer.take_new_mismatch() is None and replayer.take_new_warnings() == []
+    record.stop(session)
+    assert session.notebook is None
 
 
 def test_more_requests_than_recorded_are_refused(
@@ -283,8 +393,10 @@ def test_background_extraction_is_recorded_and_replayed_in_step(
         return [line for line in text.splitlines() if not line.startswith("modified:")]
 
     assert without_time((target / "memory" / "user_role.md").read_text()) == without_time(written)
-    log = again.log.path
+    log = again.log.written_to
     assert log.parent.name == "replays" and log.is_file()  # not the recorded session's log
+    # What the conversation names (compaction summaries, hooks) is the recorded log.
+    assert again.log.path.name == f"{again.session_id}.jsonl"
     record.stop(again)
     assert again.log.path.name == f"{again.session_id}.jsonl"
 
@@ -376,6 +488,9 @@ def test_subcommands_are_only_exact_first_words_with_fitting_arguments() -> None
     assert parse_subcommand("resume notes/analysis.ipynb") == ("resume", ["notes/analysis.ipynb"])
     assert parse_subcommand("record off") == ("record", ["off"])
     assert parse_subcommand("replay 'my file.json'") == ("replay", ["my file.json"])
+    assert parse_subcommand("replay --strict x.json") == ("replay", ["--strict", "x.json"])
+    assert parse_subcommand("replay --strict") == ("replay", ["--strict"])
+    assert parse_subcommand("new") == ("new", [])
     assert parse_subcommand("status") == ("status", [])
     for prompt in ("resume the analysis of last week", "status of the job?", "statuses",
                    "Record the revenue", "replay it's broken", "what is the status"):
@@ -399,7 +514,7 @@ def test_record_then_replay_through_the_magics(ip, fake_api, monkeypatch, tmp_pa
     assert answers(run(ip, "%%agent\nWhat is in memory?")[0]) == ["First answer."]
     assert "replaying" in run(ip, "%agent status")[0].stdout
     cap, result = run(ip, "%agent And then, differently?")
-    assert isinstance(result.error_in_exec, ReplayMismatch)
+    assert isinstance(result.error_in_exec, UsageError)
     assert "First difference at messages[" in str(result.error_in_exec)
     assert answers(cap) == []
     assert "Stopped replaying" in run(ip, "%agent replay off")[0].stdout
@@ -422,5 +537,48 @@ def test_replay_setting_in_the_environment_wins_over_record(ip, fake_api, monkey
 def test_missing_recording_fails_the_cell(ip, monkeypatch) -> None:
     offline(monkeypatch)
     _, result = run(ip, "%agent replay nowhere.recording.json")
-    assert isinstance(result.error_in_exec, RecordingError)
+    assert isinstance(result.error_in_exec, UsageError)
     assert "No recording at nowhere.recording.json" in str(result.error_in_exec)
+
+
+def test_a_changed_system_prompt_through_the_magics(ip, fake_api, monkeypatch) -> None:
+    """``%agent replay`` warns in the cell's stderr; ``%agent replay --strict`` fails it."""
+    from jupyter_memory.context import prompts
+
+    fake_api.script([Turn(text="Recorded answer.")])
+    run(ip, "%agent record p.recording.json")
+    run(ip, "%agent Hello there")
+    run(ip, "%agent record off")
+    offline(monkeypatch)
+    monkeypatch.setattr(prompts, "IDENTITY", prompts.IDENTITY.replace(
+        "Be direct and concrete.", "Be brief and concrete."))
+    forget_state(ip)
+    load_ipython_extension(ip)
+    run(ip, "%agent replay p.recording.json")
+    cap, result = run(ip, "%agent Hello there")
+    assert result.error_in_exec is None and answers(cap) == ["Recorded answer."]
+    assert "Replay warning" in cap.stderr and "the system prompt" in cap.stderr
+    assert "Be brief" in cap.stderr
+
+    forget_state(ip)
+    load_ipython_extension(ip)
+    cap, _ = run(ip, "%agent replay --strict p.recording.json")
+    assert "(strict matching)" in cap.stdout
+    assert "strict matching" in run(ip, "%agent status")[0].stdout
+    cap, result = run(ip, "%agent Hello there")
+    assert isinstance(result.error_in_exec, UsageError) and answers(cap) == []
+    message = str(result.error_in_exec)
+    assert "First difference at system[0].text" in message and "Be brief" in message
+
+
+def test_agent_new_starts_a_fresh_session_in_the_same_kernel(ip, fake_api) -> None:
+    fake_api.script([Turn(text="One."), Turn(text="Two.")])
+    run(ip, "%agent First question")
+    before = state_for(ip).session
+    cap, _ = run(ip, "%agent new")
+    after = state_for(ip).session
+    assert after is not before and after.session_id != before.session_id
+    assert after.messages == [] and f"previous one ({before.session_id}) ended" in cap.stdout
+    assert after.session_id not in cap.stdout
+    run(ip, "%agent Second question")
+    assert len(fake_api.requests[1].body["messages"]) == 1  # the conversation started over

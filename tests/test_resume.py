@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import run
+from shell_helpers import fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
@@ -384,4 +384,4 @@ def test_auto_resume_can_be_switched_off_and_resume_is_explicit(ip, fake_api, mo
     assert "1 turns" in status and "analysis.ipynb" in status
     cap = run(ip, "%agent resume the analysis of last week")  # a prompt, not the subcommand
     assert "Resumed" not in cap.stdout and "week" in json.dumps(fake_api.requests[-1].body)
-    assert "No session log" in run(ip, "%agent resume nowhere.jsonl").stdout
+    assert "No session log" in fails(ip, "%agent resume nowhere.jsonl")

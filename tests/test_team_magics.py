@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import run
+from shell_helpers import fails, run
 
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.state import forget_state
@@ -51,9 +51,9 @@ def test_remember_team_scope_and_memory_views(ip, memdir: Path, tmp_path: Path) 
     cap = run(ip, "%%remember --scope team --type project --name fiscal-year "
                   "-d 'the fiscal year starts in April'\nQ1 is April to June.")
     assert (memdir / "team" / "project_fiscal_year.md").exists()
-    cap = run(ip, "%%remember --scope team --type user --name role -d 'ana is an analyst'\n"
-                  "Senior analyst.")
-    assert "always private" in text(cap)
+    refused = fails(ip, "%%remember --scope team --type user --name role -d 'ana is an analyst'\n"
+                        "Senior analyst.")
+    assert "always private" in refused
     assert not (memdir / "team" / "user_role.md").exists()
     run(ip, "%%remember --type feedback --name plots -d 'ana likes small plots'\nSmall.")
     cap = run(ip, "%memory list --json")
@@ -93,5 +93,4 @@ def test_agent_cell_runs_a_defined_agent(ip, fake_api, tmp_path: Path) -> None:
     assert "You review joins" in body["system"][0]["text"]
     assert [t["name"] for t in body["tools"]] == ["Read", "Grep", "Write", "Edit"]
     assert "(feedback_refunds.md)" in (memdir / "MEMORY.md").read_text()
-    cap = run(ip, "%agent --agent nobody hello")
-    assert "No agent named 'nobody'" in text(cap)
+    assert "No agent named 'nobody'" in fails(ip, "%agent --agent nobody hello")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import run
+from shell_helpers import fails, run
 
 from jupyter_memory.agent import lifecycle
 from jupyter_memory.cli import app as cli
@@ -159,4 +159,4 @@ def test_memory_trust_magic_trusts_and_turns_the_hooks_on(ip, project: Path, tmp
     assert str(project) in run(ip, "%memory trust --list").stdout
     out = run(ip, "%memory trust --revoke --json").stdout
     assert json.loads(out) == {"folder": str(project), "revoked": True, "trusted": False}
-    assert "use %memory trust [PATH]" in run(ip, "%memory trust a b").stdout
+    assert "use %memory trust [PATH]" in fails(ip, "%memory trust a b")

@@ -18,7 +18,7 @@ def describe_api_error(exc: BaseException) -> str:
     import anthropic
 
     status = getattr(exc, "status_code", None)
-    message = str(getattr(exc, "message", "") or exc)
+    message = _api_message(exc)
     if isinstance(exc, anthropic.AuthenticationError):
         return ("The model endpoint rejected the credentials (401). Check ANTHROPIC_API_KEY "
                 "(or ANTHROPIC_AUTH_TOKEN) and run the cell again.")
@@ -42,6 +42,15 @@ def describe_api_error(exc: BaseException) -> str:
     if isinstance(exc, anthropic.APIStatusError):
         return f"The model endpoint answered with an error ({status}): {message}"
     return f"The model call failed: {type(exc).__name__}: {message}"
+
+
+def _api_message(exc: BaseException) -> str:
+    """The endpoint's own error message (the SDK's text adds the whole body as a dict)."""
+    body = getattr(exc, "body", None)
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    return str(getattr(exc, "message", "") or exc)
 
 
 def describe_failure(exc: BaseException) -> str:

@@ -41,6 +41,10 @@ def load_ipython_extension(ipython: Any) -> None:
         atexit.register(close_sessions)
         _CLOSE_AT_EXIT.append(True)
 
+    from jupyter_memory.magics.cells import install as log_cells
+
+    log_cells(ipython)  # what the person runs reaches the agent's next turn
+
 
 def ask_person(question: str) -> bool | None:
     """Ask a yes/no question on the kernel's stdin; None when nobody can answer.
@@ -88,5 +92,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     from jupyter_memory.memdir.trust import set_prompter
 
     set_prompter(None)
+
+    from jupyter_memory.magics.cells import uninstall as stop_logging_cells
+
+    stop_logging_cells(ipython)
     if protect_agent_line in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(protect_agent_line)

@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 from traitlets import Bool, Enum, Float, Int, Unicode, default
 
 from jupyter_memory.agent.client import NoModelConfigured
-from jupyter_memory.agent.loop import TurnEvents, run_turn
+from jupyter_memory.agent.loop import TURN_MIME, TurnEvents, run_turn
 from jupyter_memory.agent.session import PERMISSION_MODES, RECALL_MODES, AgentConfig
 from jupyter_memory.agent.tools import console_prompt
 from jupyter_memory.context.models import default_model, default_small_model
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.magics.cells import cell_log_for, is_agent_cell
+from jupyter_memory.magics.cells import quiet as quiet_cells
 from jupyter_memory.magics.render import tool_line, turn_bundle
 from jupyter_memory.magics.state import session_for, state_for
 from jupyter_memory.sessions import recording as record
@@ -41,21 +45,38 @@ from jupyter_memory.sessions.resume import (
 REDRAW_EVERY = 0.25
 
 #: Subcommands of the line magic and how many arguments each takes (min, max).
-SUBCOMMANDS = {"resume": (0, 1), "record": (0, 1), "replay": (0, 1), "status": (0, 0)}
+SUBCOMMANDS = {"resume": (0, 1), "record": (0, 1), "replay": (0, 1), "status": (0, 0),
+               "new": (0, 0)}
+#: Flags a subcommand accepts besides its arguments.
+SUBCOMMAND_FLAGS = {"replay": ("--strict",)}
 
 
 def parse_subcommand(line: str) -> tuple[str, list[str]] | None:
-    """``(name, args)`` when ``line`` is a subcommand, None when it is a prompt."""
+    """``(name, args)`` when ``line`` is a subcommand, None when it is a prompt.
+
+    Flags (``--strict``) stay in ``args``, before the other arguments.
+    """
     try:
         words = shlex.split(line)
     except ValueError:  # an unbalanced quote: people's prose, not a command
         return None
     if not words or words[0] not in SUBCOMMANDS:
         return None
+    flags = [w for w in words[1:] if w in SUBCOMMAND_FLAGS.get(words[0], ())]
+    rest = [w for w in words[1:] if w not in flags]
     low, high = SUBCOMMANDS[words[0]]
-    if not low <= len(words) - 1 <= high:
+    if not low <= len(rest) <= high:
         return None
-    return words[0], words[1:]
+    return words[0], flags + rest
+
+
+def is_terminal(shell: Any) -> bool:
+    """True in terminal IPython, where displays print their text and nothing updates."""
+    try:
+        from IPython.terminal.interactiveshell import TerminalInteractiveShell
+    except ImportError:  # pragma: no cover - IPython always ships it
+        return False
+    return isinstance(shell, TerminalInteractiveShell)
 
 
 @magics_class
@@ -124,6 +145,12 @@ class Agent(Magics):
         True, help="After a kernel restart, the first agent turn continues the conversation "
         "saved in the notebook's agent cells (cells above the one being run)."
     ).tag(config=True)
+    replay_match = Enum(
+        ("", *record.MATCH_MODES), default_value="",
+        help="How a replay matches requests: conversation (what was said; our own prompt "
+        "text only warns) or strict (byte for byte). Empty: $JUPYTER_MEMORY_REPLAY_MATCH, "
+        "else conversation.",
+    ).tag(config=True)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -166,7 +193,10 @@ class Agent(Magics):
         session = session_for(self.shell, self.agent_config())
         if not self._env_replay_done and os.environ.get(record.REPLAY_ENV):
             self._env_replay_done = True
-            self._start_replay(session, os.environ[record.REPLAY_ENV], from_env=True)
+            try:
+                self._start_replay(session, os.environ[record.REPLAY_ENV], from_env=True)
+            except JupyterMemoryError as exc:
+                raise UsageError(f"{record.REPLAY_ENV}: {exc}") from None
             session = session_for(self.shell, self.agent_config())
         return session
 
@@ -216,7 +246,9 @@ class Agent(Magics):
             %agent record [FILE|off]   # keep every model exchange in FILE (default:
                                        # <notebook>.recording.json beside the notebook)
             %agent replay [FILE|off]   # answer from a recording: no key, no network
+            %agent replay --strict     # ... and refuse any request that is not identical
             %agent status              # session, conversation, log, recording
+            %agent new                 # a fresh conversation in this kernel (same memory)
             %agent -- resume my work   # a prompt that starts with a subcommand's name
 
         Defined agents (``.claude/agents/NAME.md``, the reference's format)::
@@ -225,7 +257,9 @@ class Agent(Magics):
             Review the join in the cell above.
 
         After a kernel restart the first agent turn resumes from the saved notebook by
-        itself (``%config Agent.auto_resume = False`` to start fresh instead).
+        itself (``%config Agent.auto_resume = False`` to start fresh instead). A turn that
+        ends in an error (endpoint down, a request the replay does not hold) fails the
+        cell with one line, so Run All, nbclient and papermill stop there.
         """
         agent_name = None
         words = line.split(None, 2)
@@ -242,7 +276,8 @@ class Agent(Magics):
         if cell is None and agent_name is None:
             sub = parse_subcommand(line)
             if sub is not None:
-                self._subcommand(*sub)
+                with quiet_cells(self.shell):
+                    self._subcommand(*sub)
                 return
             if line.lstrip().startswith("-- "):
                 line = line.lstrip()[3:]
@@ -250,25 +285,22 @@ class Agent(Magics):
         if cell is not None and line.strip():
             prompt = f"{line.strip()}\n{cell}".strip()
         if not prompt:
-            print("Write a message for the agent: %agent QUESTION, or %%agent with the "
-                  "message in the cell body.")
-            return
+            raise UsageError("Write a message for the agent: %agent QUESTION, or %%agent "
+                             "with the message in the cell body.")
         if agent_name is not None:
             try:
                 session = self.agent_session(agent_name)
             except JupyterMemoryError as exc:
-                print(f"jupyter-memory: {exc}")
-                return
+                raise UsageError(f"jupyter-memory: {exc}") from None
         else:
             session = self.session()
             self._maybe_auto_resume(session, line, cell)
         try:
             client = session.make_client()
         except NoModelConfigured as exc:
-            print(str(exc))
-            return
+            raise UsageError(str(exc)) from None
         preamble = self._cells_since_last_turn()
-        view = _StreamView()
+        view = _TerminalView() if is_terminal(self.shell) else _StreamView()
         ctx = session.tool_context(namespace=self._namespace())
         ctx.permission.prompt = console_prompt()
         try:
@@ -276,43 +308,74 @@ class Agent(Magics):
                               events=view.events())
         except JupyterMemoryError as exc:
             view.close()
-            print(f"jupyter-memory: {exc}")
-            return
+            raise UsageError(str(exc)) from None
         controller = record.controller(session)
-        problem = controller.take_new_mismatch() if isinstance(controller, record.Replayer) else None
+        replaying = isinstance(controller, record.Replayer)
+        problem = controller.take_new_mismatch() if replaying else None
+        for warning in controller.take_new_warnings() if replaying else []:
+            print(warning, file=sys.stderr)
         state_for(self.shell).last_agent_count = self._count()
         if problem is not None and result.status == "error":
             view.close()  # the turn itself was refused: the error below says it all
-            raise record.ReplayMismatch(problem)
-        view.finish(turn_bundle(result.record), expect_notice=bool(result.record.get("background")))
+            raise UsageError(problem)
+        view.finish(turn_bundle(result.record), expect_notice=_background_running(session))
+        if result.status == "error":
+            # The record stays in the cell (resume reads it); the cell fails so that Run
+            # All, nbclient and papermill stop here.
+            raise UsageError(result.error or "The turn failed; see the session log.")
         if problem is not None:  # background work of the turn (extraction) was refused
-            raise record.ReplayMismatch(problem)
+            raise UsageError(problem)
 
     # ------------------------------------------------------------ sessions
 
     def _subcommand(self, name: str, args: list[str]) -> None:
         session = self.session()
-        if name == "status":
-            print(self._status(session))
-        elif name == "resume":
-            self._resume(session, args[0] if args else None)
-        elif name == "record":
-            self._record(session, args[0] if args else None)
-        else:
-            self._replay(session, args[0] if args else None)
+        flags = [a for a in args if a.startswith("--")]
+        args = [a for a in args if not a.startswith("--")]
+        try:
+            if name == "status":
+                print(self._status(session))
+            elif name == "new":
+                self._new(session)
+            elif name == "resume":
+                self._resume(session, args[0] if args else None)
+            elif name == "record":
+                self._record(session, args[0] if args else None)
+            else:
+                self._replay(session, args[0] if args else None, strict="--strict" in flags)
+        except JupyterMemoryError as exc:
+            raise UsageError(str(exc)) from None
+
+    def _new(self, session: Any) -> None:
+        """Start a new session in this kernel: what a kernel restart does for the agent
+        (new session id, empty conversation, recording or replay stopped), while the
+        kernel's variables stay. The memory is on disk, so it carries over."""
+        old_id = session.session_id  # before a replay's stop gives back the kernel's own id
+        stopped = record.stop(session)
+        st = state_for(self.shell)
+        st.session = None
+        st.last_agent_count = self._count()
+        log = cell_log_for(self.shell)
+        if log is not None:
+            log.take(0)  # the new conversation starts with the next cells
+        fresh = session_for(self.shell, self.agent_config())
+        self._resume_checked = fresh  # fresh means fresh: no auto-resume from the notebook
+        note = f", and its {stopped.kind} stopped" if stopped is not None else ""
+        # The new id is random: it stays out of the output, so a replayed notebook shows
+        # the same text every run (%agent status shows it).
+        print(f"Started a new agent session; the previous one ({old_id}) ended{note}. The "
+              "memory carries over; the conversation starts empty.")
 
     def _resume(self, session: Any, path: str | None) -> None:
         current = record.controller(session)
         if current is not None:
             kind = current.kind
-            print(f"jupyter-memory: a {kind} is running; resume first, then start it "
-                  f"(%agent {kind} off, %agent resume, %agent {kind}).")
-            return
+            raise UsageError(f"a {kind} is running; resume first, then start it "
+                             f"(%agent {kind} off, %agent resume, %agent {kind}).")
         try:
             resumed = resume_session(session, path, user_ns=self.shell.user_ns)
         except ResumeError as exc:
-            print(f"jupyter-memory: {exc}")
-            return
+            raise UsageError(str(exc)) from None
         self._resume_checked = session
         print(resumed.describe())
         for note in resumed.notes:
@@ -336,7 +399,7 @@ class Agent(Magics):
         print(f"Recording every model exchange to {self._shown(path)}; replay it with "
               f"%agent replay {self._shown(path)}.")
 
-    def _replay(self, session: Any, target: str | None) -> None:
+    def _replay(self, session: Any, target: str | None, *, strict: bool = False) -> None:
         if target == "off":
             current = record.controller(session)
             if isinstance(current, record.Replayer):
@@ -345,11 +408,13 @@ class Agent(Magics):
             else:
                 print("Nothing is being replayed.")
             return
-        self._start_replay(session, self._path_arg(session, target))
+        self._start_replay(session, self._path_arg(session, target), strict=strict)
 
-    def _start_replay(self, session: Any, path: str | Path, *, from_env: bool = False) -> None:
+    def _start_replay(self, session: Any, path: str | Path, *, from_env: bool = False,
+                      strict: bool = False) -> None:
         had = len(session.messages)
-        replayer = record.start_replay(session, path)
+        match = record.match_mode(strict, self.replay_match)
+        replayer = record.start_replay(session, path, match=match)
         data = replayer.recording.data
         if data.get("model"):
             self.model = data["model"]
@@ -358,8 +423,9 @@ class Agent(Magics):
         self._resume_checked = session
         count = len(replayer.recording.exchanges)
         how = f" ({record.REPLAY_ENV})" if from_env else ""
+        mode = " (strict matching)" if match == "strict" else ""
         print(f"Replaying {count} recorded model exchange{'s' if count != 1 else ''} from "
-              f"{self._shown(Path(path))}{how}: no key or network needed.")
+              f"{self._shown(Path(path))}{how}{mode}: no key or network needed.")
         if had:
             print(f"The conversation so far ({had} messages) was replaced by the one the "
                   "recording started from.")
@@ -379,7 +445,6 @@ class Agent(Magics):
             return str(path)
 
     def _status(self, session: Any) -> str:
-        log = getattr(session, "log", None)
         notebook = notebook_for(session, self.shell.user_ns)
         controller = record.controller(session)
         memdir = session.memdir
@@ -390,7 +455,7 @@ class Agent(Magics):
             f"Notebook: {notebook or 'unknown'}",
             f"Project: {session.project_root}",
             f"Memory: {memdir if memdir is not None else 'off'}",
-            f"Log: {log.path if log is not None and log in session.hooks else 'not written'}",
+            f"Log: {_log_file(session)}",
             f"Recording: {controller.status() if controller is not None else 'off'}",
             f"Auto-resume: {'on' if self.auto_resume else 'off'}",
         ]
@@ -409,7 +474,7 @@ class Agent(Magics):
         try:
             resumed = resume_session(session, path, before_source=self._current_source(line, cell))
         except ResumeError as exc:
-            print(f"jupyter-memory: could not resume from the notebook: {exc}")
+            print(f"jupyter-memory: could not resume from the notebook: {exc}", file=sys.stderr)
             return
         if resumed.messages:
             print(f"{resumed.describe()} (%config Agent.auto_resume = False to start fresh)")
@@ -442,11 +507,22 @@ class Agent(Magics):
         return int(getattr(self.shell, "execution_count", 0) or 0)
 
     def _cells_since_last_turn(self) -> list[str]:
-        """Code cells the person ran since the previous agent turn, with capped output."""
+        """The cells the person ran since the previous agent turn, as typed, with their
+        outputs cut to ``cell_output_cap`` (see ``magics.cells``)."""
+        log = cell_log_for(self.shell)
+        if log is not None:
+            text = log.take(self.cell_output_cap)
+            return [text] if text else []
+        return self._cells_from_history()
+
+    def _cells_from_history(self) -> list[str]:
+        """The same from IPython's history, when the extension's cell log is not installed
+        (the agent magics registered by hand): raw input and ``Out`` values only."""
         st = state_for(self.shell)
         now = self._count()
         user_ns = self.shell.user_ns
-        inputs = user_ns.get("In") or []
+        raw = getattr(getattr(self.shell, "history_manager", None), "input_hist_raw", None)
+        inputs = raw if raw else (user_ns.get("In") or [])
         outputs = user_ns.get("Out") or {}
         cap = self.cell_output_cap
         cells = []
@@ -454,7 +530,7 @@ class Agent(Magics):
             if n >= len(inputs):
                 break
             source = inputs[n]
-            if not source.strip() or _is_agent_cell(source):
+            if not source.strip() or is_agent_cell(source):
                 continue
             text = f"In [{n}]:\n{source.strip()}"
             if n in outputs:
@@ -468,10 +544,20 @@ class Agent(Magics):
         return ["The person ran these notebook cells since your last turn:\n\n" + "\n\n".join(cells)]
 
 
-def _is_agent_cell(source: str) -> bool:
-    head = source.lstrip()
-    return head.startswith(("get_ipython().run_cell_magic('agent'", "get_ipython().run_line_magic('agent'",
-                            "%%agent", "%agent"))
+def _log_file(session: Any) -> str:
+    """Where the session's turns are written (a replay writes to a file of its own)."""
+    log = getattr(session, "log", None)
+    if log is None or log not in session.hooks:
+        return "not written"
+    return str(getattr(log, "written_to", None) or log.path)
+
+
+def _background_running(session: Any) -> bool:
+    """Whether work the turn started (extraction) is still running as the cell ends."""
+    from jupyter_memory.agent.extraction import hook_for
+
+    hook = hook_for(session)
+    return bool(hook is not None and hook.running)
 
 
 class _StreamView:
@@ -516,8 +602,9 @@ class _StreamView:
         else:
             self.handle.update(bundle, raw=True)
         if expect_notice and self.notice_handle is None:
-            # Reserve a spot in this cell for background work (extraction) to report into,
-            # even after the cell has finished running.
+            # Reserve a spot in this cell for background work (extraction) still running
+            # to report into, even after the cell has finished. Only then: an output that
+            # stays empty would be saved in the notebook for nothing.
             self.notice_handle = display({"text/plain": ""}, raw=True, display_id=True)
 
     def _on_notice(self, text: str, payload: dict[str, Any]) -> None:
@@ -533,3 +620,52 @@ class _StreamView:
         if self.handle is not None:
             self.handle.update({"text/plain": ""}, raw=True)
 
+
+class _TerminalView:
+    """Terminal IPython: the answer streams once, as plain text; tool calls, status and
+    notices are one line each. Nothing is displayed twice and no rich output is printed."""
+
+    def __init__(self, out: Any = None) -> None:
+        self.out = out if out is not None else sys.stdout
+        self.at_line_start = True
+        self.streamed = False
+
+    def events(self) -> TurnEvents:
+        return TurnEvents(on_text=self._on_text, on_tool_start=self._on_tool,
+                          on_status=self._on_status, on_notice=self._on_notice)
+
+    def _write(self, text: str) -> None:
+        if not text:
+            return
+        self.out.write(text)
+        self.out.flush()
+        self.at_line_start = text.endswith("\n")
+
+    def _line(self, text: str) -> None:
+        if not self.at_line_start:
+            self._write("\n")
+        self._write(" ".join(text.split()) + "\n")
+
+    def _on_text(self, chunk: str) -> None:
+        self.streamed = self.streamed or bool(chunk)
+        self._write(chunk)
+
+    def _on_tool(self, use: dict[str, Any]) -> None:
+        self._line(f"[tool] {tool_line(use['name'], use.get('input')).replace('`', '')}")
+
+    def _on_status(self, text: str) -> None:
+        self._line(f"[{text}]")
+
+    def _on_notice(self, text: str, payload: dict[str, Any]) -> None:
+        self._line(f"[memory] {text}")
+
+    def finish(self, bundle: dict[str, Any], *, expect_notice: bool = False) -> None:
+        answer = str((bundle.get(TURN_MIME) or {}).get("answer") or "")
+        if not self.streamed and answer:
+            self._write(answer)  # nothing streamed (a replayed or non-streaming answer)
+        if not self.at_line_start:
+            self._write("\n")
+
+    def close(self) -> None:
+        if not self.at_line_start:
+            self._write("\n")

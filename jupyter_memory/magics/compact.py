@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
@@ -148,8 +149,7 @@ class CompactMagics(Magics):
         try:
             flags, text = parse_line(line)
         except ValueError as exc:
-            print(f"%compact: {exc}")
-            return
+            raise UsageError(f"%compact: {exc}") from None
         if cell is not None and cell.strip():
             text = f"{text}\n{cell.strip()}".strip()
         session = self.agent.session()
@@ -164,7 +164,7 @@ class CompactMagics(Magics):
                 result = compact(session, instructions=text or None, trigger="manual")
                 self._show(result)
         except JupyterMemoryError as exc:
-            print(f"jupyter-memory: {exc}")
+            raise UsageError(f"%compact: {exc}") from None
 
     # ------------------------------------------------------------------ actions
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
@@ -55,8 +56,7 @@ class ContextMagics(Magics):
             try:
                 counted = count_tokens_remote(session.client(), session.assemble().body)
             except NoModelConfigured as exc:
-                print(str(exc))
-                return None
+                raise UsageError(f"%context --count: {exc}") from None
         if not (args.json or args.text or args.brief):
             from jupyter_memory.widgets import show_context
 

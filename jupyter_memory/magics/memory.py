@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
@@ -122,16 +123,14 @@ class MemoryMagics(Magics):
         try:
             args = _Args(line)
         except (ValueError, JupyterMemoryError) as exc:
-            print(f"%memory: could not read the arguments ({exc}).")
-            return
+            raise UsageError(f"%memory: could not read the arguments ({exc}).") from None
         if args.sub not in SUBCOMMANDS:
-            print(f"%memory: unknown subcommand {args.sub!r}. Use one of: "
-                  f"{', '.join(SUBCOMMANDS)}.")
-            return
+            raise UsageError(f"%memory: unknown subcommand {args.sub!r}. Use one of: "
+                             f"{', '.join(SUBCOMMANDS)}.")
         try:
             getattr(self, f"_memory_{args.sub}")(args)
         except JupyterMemoryError as exc:
-            print(f"%memory {args.sub}: {exc}")
+            raise UsageError(f"%memory {args.sub}: {exc}") from None
 
     # ------------------------------------------------------------------ helpers
 
@@ -525,13 +524,15 @@ class MemoryMagics(Magics):
         try:
             # shlex, not IPython's arg_split: quotes around a value must not end up in it.
             args = self.remember.parser.parse_args(shlex.split(line))
-        except Exception as exc:  # argparse errors and usage exits
-            print(f"%%remember: could not read the options ({exc}).")
-            return
+        except BaseException as exc:  # argparse errors and usage exits (SystemExit)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise UsageError(f"%%remember: could not read the options ({exc}); see "
+                             "%%remember? for them.") from None
         body = cell.strip("\n")
         if not body.strip():
-            print("%%remember: the cell is empty; write the fact to remember in the cell body.")
-            return
+            raise UsageError("%%remember: the cell is empty; write the fact to remember in "
+                             "the cell body.")
         fields = {"name": args.name, "description": args.description, "type": args.type}
         try:
             session = self._session()
@@ -555,12 +556,12 @@ class MemoryMagics(Magics):
                     except JupyterMemoryError:
                         raise
                     except Exception as exc:  # the model call failed: nothing was saved
-                        print(f"%%remember: {describe_error(exc)} Nothing was saved; run the "
-                              "cell again, or add --offline to save it without a model.")
-                        return
+                        raise UsageError(
+                            f"%%remember: {describe_error(exc)} Nothing was saved; run the "
+                            "cell again, or add --offline to save it without a model."
+                        ) from None
         except JupyterMemoryError as exc:
-            print(f"%%remember: {exc}")
-            return
+            raise UsageError(f"%%remember: {exc}") from None
         if result.saved and args.scope in ("memdir", "private", "team"):
             session.refresh_context()
         print(result.summary())

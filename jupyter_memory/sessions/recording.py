@@ -38,6 +38,8 @@ from jupyter_memory.memdir.fsutil import LOCK_NAME, atomic_write, is_temp_file
 
 __all__ = [
     "FORMAT",
+    "MATCH_ENV",
+    "MATCH_MODES",
     "REPLAY_ENV",
     "SUFFIX",
     "VERSION",
@@ -48,9 +50,12 @@ __all__ = [
     "ReplayMismatch",
     "Replayer",
     "controller",
+    "conversation_view",
     "default_recording_path",
+    "describe_changes",
     "describe_difference",
     "first_difference",
+    "match_mode",
     "start_recording",
     "start_replay",
     "stop",
@@ -61,6 +66,13 @@ VERSION = 1
 SUFFIX = ".recording.json"
 REPLAY_ENV = "JUPYTER_MEMORY_REPLAY"
 """When set to a recording file, a kernel's agent session replays it from the start."""
+MATCH_ENV = "JUPYTER_MEMORY_REPLAY_MATCH"
+"""``strict`` makes every replay match requests byte for byte (after normalising)."""
+#: How replay matches a request to a recorded exchange, after vcrpy's ``match_on``:
+#: ``conversation`` (the default) compares what the person and the model said, tool calls
+#: and their results, and only warns about our own prompt text, tool descriptions and
+#: settings; ``strict`` compares the whole request.
+MATCH_MODES = ("conversation", "strict")
 
 #: Keyword arguments of SDK calls that are client options, not part of the request body.
 SDK_OPTIONS = frozenset({"timeout", "extra_headers", "extra_query", "extra_body", "stream"})
@@ -86,6 +98,9 @@ _MODIFIED = re.compile(
 )
 #: The modification time of a memory in a manifest line: ``- [type] file.md (ISO): ...``.
 _MANIFEST_TIME = re.compile(r"(\.md \()\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(\))")
+#: Any other moment in ISO form with its zone (a compaction's time in a cell's output).
+_INSTANT = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+INSTANT = "{{INSTANT}}"
 
 
 class RecordingError(JupyterMemoryError):
@@ -117,7 +132,8 @@ class Normaliser:
     requests only, a ``modified:`` timestamp in a memory's frontmatter becomes
     ``{{TIMESTAMP}}`` (memory files edited during the session carry the time of the edit)
     and the modification time in a manifest line (``- [type] file.md (time): …``, shown to
-    the recall selector and the extraction agent) becomes ``{{MTIME}}``.
+    the recall selector and the extraction agent) becomes ``{{MTIME}}``; any other moment
+    written in ISO form with its zone (``2026-03-04T10:11:12Z``) becomes ``{{INSTANT}}``.
     """
 
     paths: tuple[tuple[str, str], ...]
@@ -202,6 +218,7 @@ class Normaliser:
         if timestamps:
             value = _MODIFIED.sub(lambda m: f"{m.group(1)}{TIMESTAMP}{m.group(2)}", value)
             value = _MANIFEST_TIME.sub(lambda m: f"{m.group(1)}{MTIME}{m.group(2)}", value)
+            value = _INSTANT.sub(INSTANT, value)
         return value
 
     def request(self, body: Any) -> Any:
@@ -332,6 +349,140 @@ def describe_difference(recorded: Any, now: Any) -> str:
     )
 
 
+# --------------------------------------------------------------------------- matching
+
+_REMINDER_START = "<system-reminder>"
+#: A reminder inside a longer text (session notes and compaction transcribe the
+#: conversation into one string, reminders included).
+_REMINDER_SPAN = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+def _is_reminder(block: Any) -> bool:
+    """A text block of our own context (date, memory index, memories), not anyone's words."""
+    text = block.get("text") if isinstance(block, Mapping) else block
+    return isinstance(text, str) and text.lstrip().startswith(_REMINDER_START)
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content or [])
+
+
+def _result_view(content: Any) -> Any:
+    if isinstance(content, list):
+        return [b.get("text") if isinstance(b, Mapping) and b.get("type") == "text"
+                else _strip_cache(b) for b in content]
+    return content
+
+
+def _strip_cache(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _strip_cache(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strip_cache(v) for v in value]
+    return value
+
+
+def conversation_view(request: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What a request says, without what the package adds around it.
+
+    One entry per message: its role and, per block, the text people and the model wrote,
+    each tool call (name and input) and each tool result. Left out: the system prompt,
+    the tool list, model settings, cache markers and ``<system-reminder>`` blocks (the
+    date, the memory index, attached memories, the cells run since the last turn; also
+    where a side call quotes them inside a text), which replay only warns about.
+    """
+    view: list[dict[str, Any]] = []
+    for message in request.get("messages") or []:
+        if not isinstance(message, Mapping):
+            continue
+        parts: list[Any] = []
+        for block in _blocks(message):
+            if not isinstance(block, Mapping):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                if not _is_reminder(block):
+                    text = block.get("text")
+                    if isinstance(text, str):
+                        text = _REMINDER_SPAN.sub("<system-reminder/>", text)
+                    parts.append({"text": text})
+            elif kind == "tool_use":
+                parts.append({"tool_use": block.get("name"), "input": block.get("input")})
+            elif kind == "tool_result":
+                parts.append({"tool_result": _result_view(block.get("content")),
+                              "is_error": bool(block.get("is_error"))})
+            else:
+                parts.append(_strip_cache(block))
+        view.append({"role": message.get("role"), "content": parts})
+    return view
+
+
+def _system_view(system: Any) -> Any:
+    if isinstance(system, list):
+        return [b.get("text") if isinstance(b, Mapping) and "text" in b else _strip_cache(b)
+                for b in system]
+    return system
+
+
+def _reminders(request: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """Every ``<system-reminder>`` of the messages: whole blocks and those inside a text."""
+    out = []
+    for index, message in enumerate(request.get("messages") or []):
+        if not isinstance(message, Mapping):
+            continue
+        for block in _blocks(message):
+            if isinstance(block, Mapping) and block.get("type") == "text":
+                text = str(block.get("text"))
+                spans = _REMINDER_SPAN.findall(text)
+                out += [(index, span) for span in spans] or (
+                    [(index, text)] if _is_reminder(block) else [])
+    return out
+
+
+def describe_changes(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """What differs between two requests with the same conversation, one phrase per part:
+    the system prompt, each tool whose description or schema changed (or that was added or
+    removed), the context blocks, any other setting. Empty when they are identical."""
+    changes: list[str] = []
+    old_system, new_system = _system_view(recorded.get("system")), _system_view(now.get("system"))
+    if old_system != new_system:
+        found = first_difference(old_system, new_system, "system")
+        where = found[0] if found else "system"
+        old, new = (found[1], found[2]) if found else (old_system, new_system)
+        changes.append(f"the system prompt (at {where}: recorded {_excerpt(old, new, 40)}, "
+                       f"now {_excerpt(new, old, 40)})")
+    old_tools = {str(t.get("name")): _strip_cache(t) for t in recorded.get("tools") or []
+                 if isinstance(t, Mapping)}
+    new_tools = {str(t.get("name")): _strip_cache(t) for t in now.get("tools") or []
+                 if isinstance(t, Mapping)}
+    changed = [n for n in old_tools if n in new_tools and old_tools[n] != new_tools[n]]
+    added = [n for n in new_tools if n not in old_tools]
+    removed = [n for n in old_tools if n not in new_tools]
+    if changed:
+        changes.append("the description or schema of tool " + ", ".join(changed))
+    if added:
+        changes.append("new tool " + ", ".join(added))
+    if removed:
+        changes.append("tool no longer offered: " + ", ".join(removed))
+    old_rem, new_rem = _reminders(recorded), _reminders(now)
+    if old_rem != new_rem:
+        found = first_difference([t for _, t in old_rem], [t for _, t in new_rem])
+        if found is not None:
+            changes.append(f"the context blocks (<system-reminder>: recorded "
+                           f"{_excerpt(found[1], found[2], 40)}, now {_excerpt(found[2], found[1], 40)})")
+    for key in [k for k in recorded if k not in ("system", "tools", "messages")] + \
+            [k for k in now if k not in recorded and k not in ("system", "tools", "messages")]:
+        old, new = recorded.get(key, _MISSING), now.get(key, _MISSING)
+        if _strip_cache(old) != _strip_cache(new):
+            changes.append(f"{key} (recorded {_excerpt(old, new, 30)}, now {_excerpt(new, old, 30)})")
+    if not changes and _strip_cache(recorded.get("messages")) != _strip_cache(now.get("messages")):
+        changes.append("cache markers in the messages")
+    return changes
+
+
 # --------------------------------------------------------------------------- the file
 
 
@@ -389,7 +540,9 @@ class Recording:
             "small_model": session.config.small_model,
             "today": session.today(),
             "notebook_known": bool(session.notebook),
-            "placeholders": sorted(set(norm.placeholders) | {TODAY, PLATFORM, PYTHON, TIMESTAMP, MTIME}),
+            "notebook": Path(session.notebook).name if session.notebook else None,
+            "placeholders": sorted(set(norm.placeholders)
+                                   | {TODAY, PLATFORM, PYTHON, TIMESTAMP, MTIME, INSTANT}),
             "start": {
                 "turn_count": session.turn_count,
                 "messages": norm.response(_jsonable(session.messages)),
@@ -459,6 +612,24 @@ class Recording:
     @property
     def session_id(self) -> str | None:
         return self.data.get("session_id")
+
+    def notebook_beside(self) -> Path | None:
+        """The recorded notebook as a file beside this recording, when it is there.
+
+        Recordings name their notebook; older ones only say that it was known, and then
+        the notebook whose name the recording's name starts with is taken.
+        """
+        folder = self.path.resolve().parent
+        name = self.data.get("notebook")
+        if isinstance(name, str) and name and "/" not in name and "\\" not in name:
+            candidate = folder / name
+            return candidate if candidate.is_file() else None
+        if not self.data.get("notebook_known"):
+            return None
+        stem = self.path.name.removesuffix(SUFFIX)
+        matches = sorted((p for p in folder.glob("*.ipynb") if stem.startswith(p.stem)),
+                         key=lambda p: -len(p.stem))
+        return matches[0] if matches else None
 
     def add_exchange(
         self, request: Mapping[str, Any], response: Mapping[str, Any], *, stream: bool
@@ -778,12 +949,21 @@ class Replayer:
 
     kind = "replay"
 
-    def __init__(self, session: Any, recording: Recording) -> None:
+    def __init__(self, session: Any, recording: Recording, *, match: str = "conversation") -> None:
+        if match not in MATCH_MODES:
+            raise RecordingError(
+                f"Unknown replay match {match!r}; use one of {', '.join(MATCH_MODES)} "
+                f"(for example {MATCH_ENV}=strict)."
+            )
         self.session = session
         self.recording = recording
+        self.match = match
         self.used: set[int] = set()
         self.served = 0
         self.mismatches: list[str] = []
+        self.warnings: list[str] = []
+        self._warned: set[str] = set()
+        self._warnings_reported = 0
         self._reported = 0
         self._turn_index = 0
         self._turn_mismatches = 0
@@ -793,8 +973,11 @@ class Replayer:
         self.active = False
         self._today = str(recording.data.get("today") or session.today())
         self._by_digest: dict[str, list[dict[str, Any]]] = {}
+        self._by_conversation: dict[str, list[dict[str, Any]]] = {}
         for exchange in recording.exchanges:
             self._by_digest.setdefault(exchange["digest"], []).append(exchange)
+            key = digest({"messages": conversation_view(recording.request(exchange))})
+            self._by_conversation.setdefault(key, []).append(exchange)
 
     def start(self) -> Replayer:
         from jupyter_memory.testing.fake_api import FakeAnthropic
@@ -805,6 +988,14 @@ class Replayer:
                        "session_id": session.session_id}
         if self.recording.session_id:
             session.session_id = self.recording.session_id
+        self._saved["notebook"] = session.notebook
+        if not session.notebook:
+            # A kernel started without its notebook's path (nbconvert, nbclient, papermill)
+            # takes the recorded notebook's name beside the recording, so the session's
+            # identity does not depend on how the kernel was started.
+            adopted = self.recording.notebook_beside()
+            if adopted is not None:
+                session.notebook = str(adopted)
         if session.log is not None:
             self._swap_log(session.log, _replay_log(session))
         session.today = lambda: self._today  # an instance attribute shadows the method
@@ -829,6 +1020,8 @@ class Replayer:
             self._swap_log(session.log, self._saved["log"])
         if "today" in vars(session):
             del session.today
+        if "notebook" in self._saved:
+            session.notebook = self._saved["notebook"]
         if session.session_id != self._saved["session_id"]:
             session.session_id = self._saved["session_id"]
             session.reload()
@@ -865,12 +1058,18 @@ class Replayer:
         normalised = norm.request(request)
         key = digest(normalised)
         with self._lock:
-            exchange = self._take(key)
+            if self.match == "strict":
+                exchange = self._take(key, self._by_digest)
+            else:
+                exchange = self._take(digest({"messages": conversation_view(normalised)}),
+                                      self._by_conversation)
             if exchange is None:
                 problem = self._mismatch_message(normalised, key)
             else:
                 self.served += 1
                 problem = None
+                if exchange["digest"] != key:
+                    self._warn(exchange, normalised)
         if problem is None:
             assert exchange is not None
             turn = _turn_for(norm.restore(exchange["response"]), exchange["seq"])
@@ -886,8 +1085,28 @@ class Replayer:
             self.mismatches.append(problem)
         return _fault_turn(Fault, problem)
 
-    def _take(self, key: str) -> dict[str, Any] | None:
-        candidates = self._by_digest.get(key) or []
+    def _warn(self, exchange: Mapping[str, Any], normalised: Mapping[str, Any]) -> None:
+        """Note, once per kind of change, how a served request differs from the recording."""
+        changes = describe_changes(self.recording.request(exchange), normalised)
+        fresh = [c for c in changes if c.split(" (")[0] not in self._warned]
+        if not fresh:
+            return
+        self._warned.update(c.split(" (")[0] for c in fresh)
+        self.warnings.append(
+            f"Replay warning: the requests differ from {self.recording.path.name} in "
+            f"{'; '.join(fresh)} (first seen at exchange {exchange['seq']}). The conversation "
+            "matches, so the recorded answers are served; %agent replay --strict refuses this."
+        )
+
+    def take_new_warnings(self) -> list[str]:
+        """Warnings added since the last call (for the front end to show once)."""
+        with self._lock:
+            out = self.warnings[self._warnings_reported:]
+            self._warnings_reported = len(self.warnings)
+            return out
+
+    def _take(self, key: str, index: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+        candidates = index.get(key) or []
         for exchange in candidates:
             if exchange["seq"] not in self.used:
                 self.used.add(exchange["seq"])
@@ -904,19 +1123,28 @@ class Replayer:
                 "The notebook asks the model more than the recorded session did. Re-record "
                 "with %agent record, or remove the extra agent cells."
             )
+        strict = self.match == "strict"
+
+        def view(request: Mapping[str, Any]) -> Any:
+            return request if strict else {"messages": conversation_view(request)}
+
+        mine = view(normalised)
         best, best_score, best_text = unused[0], -1, ""
         for exchange in unused[:50]:
-            recorded = self.recording.request(exchange)
-            found = _difference(recorded, normalised, "", [0])
+            recorded = view(self.recording.request(exchange))
+            found = _difference(recorded, mine, "", [0])
             score = found[3] if found is not None else 1 << 30
             if score > best_score:
                 best, best_score = exchange, score
-                best_text = describe_difference(recorded, normalised)
+                best_text = describe_difference(recorded, mine)
+        rule = ("identical to the recorded ones (strict matching, after normalising paths, "
+                "the date and the platform)" if strict else
+                "whose conversation (what the person and the model said, tool calls and "
+                "results) matches the recorded one")
         return (
             head + f"(closest: exchange {best['seq']} of {total}).\n{best_text}\n"
-            "Replay answers only requests identical to the recorded ones (after normalising "
-            "paths, the date and the platform; see docs/sessions.md). Undo the change, or "
-            "re-record the notebook with %agent record."
+            f"Replay answers only requests {rule}; see docs/sessions.md. Undo the change, "
+            "or re-record the notebook with %agent record."
         )
 
     def take_new_mismatch(self) -> str | None:
@@ -965,21 +1193,34 @@ class Replayer:
 
     def status(self) -> str:
         total = len(self.recording.exchanges)
-        return (f"replaying {self.recording.path} ({self.served} of {total} exchanges served, "
-                f"{len(self.mismatches)} refused)")
+        return (f"replaying {self.recording.path} ({self.match} matching; {self.served} of "
+                f"{total} exchanges served, {len(self.mismatches)} refused, "
+                f"{len(self.warnings)} warnings)")
 
 
 def _replay_log(session: Any) -> Any:
-    """A session log writing to its own file, so a replay never adds to the original log."""
-    from jupyter_memory.transcript.mirror import SessionLog, log_path
+    """A session log writing to its own file, so a replay never adds to the original log.
+
+    Its ``path`` stays the recorded session's log, which is what the conversation names
+    (a compaction summary points the model at it, hooks get it as ``transcript_path``):
+    the replayed requests and what the cells show, token counts included, are then the
+    recorded ones. ``written_to`` is where this replay's turns go.
+    """
+    from jupyter_memory.transcript.mirror import SessionLog, TranscriptWriter, git_branch, log_path
 
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     target = log_path(session).with_suffix("") / "replays" / f"replay-{stamp}.jsonl"
 
     class ReplayLog(SessionLog):
-        @property
-        def path(self) -> Path:
-            return target
+        written_to = target
+
+        def writer(self) -> TranscriptWriter:
+            if self._writer is None:
+                self._writer = TranscriptWriter(
+                    target, session_id=self.session.session_id, cwd=str(self.session.cwd),
+                    version=__version__, git_branch=git_branch(self.session.cwd),
+                )
+            return self._writer
 
     return ReplayLog(session)
 
@@ -1044,8 +1285,28 @@ def start_recording(session: Any, path: str | os.PathLike[str]) -> Recorder:
     return Recorder(session, Recording.new(Path(path), session)).start()
 
 
-def start_replay(session: Any, path: str | os.PathLike[str]) -> Replayer:
-    """Answer every model call of ``session`` from the recording at ``path``."""
+def match_mode(strict: bool = False, configured: str = "", env: Mapping[str, str] | None = None) -> str:
+    """The replay match in effect: ``strict`` when asked for by the flag, the setting or
+    ``JUPYTER_MEMORY_REPLAY_MATCH``; ``conversation`` otherwise."""
+    if strict:
+        return "strict"
+    env = os.environ if env is None else env
+    chosen = (configured or env.get(MATCH_ENV, "") or "conversation").strip().lower()
+    if chosen not in MATCH_MODES:
+        raise RecordingError(
+            f"Unknown replay match {chosen!r} (from {'the setting' if configured else MATCH_ENV}); "
+            f"use one of {', '.join(MATCH_MODES)}."
+        )
+    return chosen
+
+
+def start_replay(session: Any, path: str | os.PathLike[str], *, match: str = "conversation") -> Replayer:
+    """Answer every model call of ``session`` from the recording at ``path``.
+
+    ``match`` is ``conversation`` (the default: our own prompt text, tool descriptions and
+    settings may differ, with a warning) or ``strict`` (the whole request must be equal).
+    """
     recording = Recording.load(path)
+    replayer = Replayer(session, recording, match=match)
     stop(session)
-    return Replayer(session, recording).start()
+    return replayer.start()

@@ -245,8 +245,12 @@ def remember(shell: Any, options: str, body: str) -> str:
     from IPython.utils.capture import capture_output
 
     with capture_output() as cap:
-        shell.run_cell(f"%%remember {options}\n{body}", store_history=False).raise_error()
-    return cap.stdout
+        result = shell.run_cell(f"%%remember {options}\n{body}", store_history=False)
+    error = result.error_in_exec
+    if error is not None and type(error).__name__ != "UsageError":
+        result.raise_error()
+    # A refusal fails the cell with one UsageError line: that text is the cell's output too.
+    return cap.stdout + (str(error) if error is not None else "")
 
 
 @pytest.mark.parametrize("options", ["-t reference -n keys -d 'where the keys are'", "--offline", ""])
