@@ -32,6 +32,7 @@ from jupyter_memory.widgets.html import context_html, memories_html, turn_html
 from jupyter_memory.widgets.style import PALETTE, lightness
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+VIEW_MIME = "application/vnd.jupyter-memory.view+json"
 ALL_CATEGORIES = ["system", "tools", "instructions", "index", "memories", "messages",
                   "autocompact buffer", "free"]
 OLD = time.time() - 10 * 86_400
@@ -410,6 +411,21 @@ def test_browser_fallbacks_and_show_memories(session):
     off = show_memories(session, display=False)
     assert isinstance(off, MemoryOff)
     assert "%memory on" in off._repr_mimebundle_()["text/plain"]
+
+
+def test_every_view_marks_its_bundle_for_the_kernel_free_fallback(session):
+    """Each widget output names itself under VIEW_MIME, beside the widget view and the
+    static copies, so the lab extension can show the copy once the model is gone."""
+    converse(session)
+    views = [show_context(session, display=False), show_memories(session, display=False),
+             ContextView(session.context_report())]
+    session.memory_override = False
+    views.append(show_memories(session, display=False))
+    for view in views:
+        bundle = view._repr_mimebundle_()
+        assert bundle[VIEW_MIME] == {"view": type(view).__name__, "version": 1}
+        assert {WIDGET_MIME, "text/html", "text/plain"} <= set(bundle)
+        json.dumps(bundle)  # what the notebook stores must be JSON
 
 
 # --------------------------------------------------------------------------- turn view
