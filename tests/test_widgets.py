@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -28,7 +29,13 @@ from jupyter_memory.widgets import (
     show_memories,
 )
 from jupyter_memory.widgets.data import PREVIEW_CHARS, budget_gauges, recall_bytes
-from jupyter_memory.widgets.html import context_html, memories_html, turn_html
+from jupyter_memory.widgets.html import (
+    _place_marker_labels,
+    bar_html,
+    context_html,
+    memories_html,
+    turn_html,
+)
 from jupyter_memory.widgets.style import PALETTE, lightness
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -119,6 +126,31 @@ def test_markers_sit_at_the_thresholds_of_a_200k_window(session):
     assert markers["warning"].position == pytest.approx(73.5)
     assert markers["autocompact"].position == pytest.approx(83.5)
     assert markers["blocking"].position == pytest.approx(88.5)
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-6", "claude-opus-4-6"])
+def test_level_labels_never_overlap_or_leave_the_bar(session, model):
+    """With a 1M-token window the three levels sit within 3% of each other at the end of
+    the bar: each label gets its own row and ends at its mark instead of past the edge."""
+    session.config = dataclasses.replace(session.config, model=model)
+    state = ContextView(session.context_report()).state
+    placed = _place_marker_labels(state)
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for marker, (row, anchor) in zip(state.markers, placed, strict=True):
+        width = len(f"{marker.name} {marker.tokens // 1000}K") * 1.0
+        left = {"centre": marker.position - width / 2, "end": marker.position - width,
+                "start": marker.position}[anchor]
+        assert left >= 0 and left + width <= 100, (marker, anchor)
+        for a, b in spans.get(row, []):
+            assert left >= b or left + width <= a, (marker, row)
+        spans.setdefault(row, []).append((left, left + width))
+    html = bar_html(state)
+    for marker in state.markers:
+        assert f"{marker.name} {marker.tokens // 1000}K" in html
+    if model == "claude-opus-4-6":
+        assert state.markers[-1].position > 95
+        assert len({row for row, _ in placed}) == 3 and placed[-1][1] == "end"
+        assert "margin:20px 0 34px 0" in html  # room for the rows above and below
 
 
 def test_category_texts_are_exactly_what_is_sent(session):
