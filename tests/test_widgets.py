@@ -244,6 +244,25 @@ def test_last_response_cache_reads_and_writes_are_shown(session):
     assert "5,000 tokens read from cache" in view.static_html()
 
 
+def test_rows_add_up_to_the_category_total_when_the_total_is_a_real_count(session):
+    """The items are estimates; with usage the conversation's total is real. The
+    difference is a row of its own, in the live pane and in the saved copy."""
+    converse(session)
+    estimate = ContextView(session.context_report()).state.category("messages")
+    assert estimate.unitemized == 0
+    session.last_usage = Usage(input_tokens=100, output_tokens=40,
+                               cache_read_input_tokens=60_000, cache_creation_input_tokens=0)
+    view = ContextView(session.context_report(), assembled=session.assemble())
+    messages = view.state.category("messages")
+    assert messages.unitemized == messages.tokens - sum(i.tokens for i in messages.items) != 0
+    summary = view.panels["messages"].summary.value
+    assert f"{messages.unitemized:+,}" in summary and "last response" in summary
+    assert f"{messages.unitemized:+,} tokens not itemized" in view.static_html()
+    for cat in view.state.categories:
+        if cat.items:
+            assert sum(i.tokens for i in cat.items) + cat.unitemized == cat.tokens
+
+
 def test_context_fallbacks_mention_every_category_and_need_no_script(session):
     converse(session)
     view = ContextView(session.context_report(), decisions=DECISIONS,

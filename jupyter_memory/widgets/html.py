@@ -44,6 +44,7 @@ __all__ = [
     "turn_html",
     "turn_memories_html",
     "turn_text",
+    "unitemized_words",
 ]
 
 #: Items per category in the static view (the newest are kept); the widget shows all.
@@ -234,7 +235,13 @@ def item_html(item: ItemView, *, full: bool = False) -> str:
     )
 
 
-def _category_html(cat: CategoryView) -> str:
+def unitemized_words(cat: CategoryView, source: str) -> str:
+    """The label of a category's difference row: where its total comes from."""
+    return (f"not itemized: the rows are offline estimates, the total is from "
+            f"{_SOURCE_WORDS.get(source, source)}")
+
+
+def _category_html(cat: CategoryView, source: str = "estimate") -> str:
     if not cat.items:
         return ""
     sw = style.swatch(cat.name)
@@ -251,6 +258,8 @@ def _category_html(cat: CategoryView) -> str:
         f"<details style='margin:3px 0'><summary>{box} [{esc(sw.tag)}] <b>{esc(cat.name)}</b> — "
         f"{cat.tokens:,} tokens ({cat.percent:.1f}%) · {count}</summary>"
         + skipped + "".join(item_html(item) for item in shown)
+        + (f"<div style='margin:2px 0 2px 12px;{_MUTED}'>{cat.unitemized:+,} tokens "
+           f"{esc(unitemized_words(cat, source))}</div>" if cat.unitemized else "")
         + "</details>"
     )
 
@@ -316,7 +325,7 @@ def context_html(
     folded open to the text that was sent (each text cut at :data:`PREVIEW_CHARS`)."""
     state = _state(report, decisions, assembled)
     facts = "".join(f"<div>{esc(line)}</div>" for line in context_facts(state))
-    cats = "".join(_category_html(c) for c in state.categories)
+    cats = "".join(_category_html(c, state.source) for c in state.categories)
     return (
         f"<div class='jupyter-memory-context' style='{_ROOT}'>"
         + context_header(state) + bar_html(state) + legend_html(state)

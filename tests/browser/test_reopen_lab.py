@@ -84,6 +84,7 @@ def _shut_down_kernels(lab: Any) -> None:
 
 def _open(page: Any, lab: Any, path: str) -> None:
     """Open ``path`` and wait until its kernel is idle and its outputs are drawn."""
+    page.set_default_timeout(60_000)
     page.goto(lab.page_url(path))
     page.wait_for_function(
         "() => { const w = window.jupyterapp.shell.currentWidget;"
