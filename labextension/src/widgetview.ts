@@ -18,7 +18,7 @@
  * registry, not a `mimeExtension`.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
@@ -36,33 +36,61 @@ const RANK = -20;
 export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
   constructor(registry: IRenderMimeRegistry) {
     super();
-    this._registry = registry;
+    this.registry = registry;
     this.addClass('jp-MemoryView');
   }
 
+  /**
+   * The registry the live widget renderer comes from. A renderer drawn before the
+   * notebook's widget manager was ready is pointed at the notebook's registry and
+   * its live layer made again (see `attachToNotebook`).
+   */
+  registry: IRenderMimeRegistry;
+
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this._model = model;
     this._stopWatching();
     for (const child of [...this.widgets]) {
       child.dispose();
     }
+    this._fallback = null;
+    this._live = null;
     const staticType = STATIC_MIMES.find(type => type in model.data);
-    let fallback: IRenderMime.IRenderer | null = null;
     if (staticType) {
       // The standard renderer, so an untrusted output is sanitized as usual.
-      fallback = this._registry.createRenderer(staticType);
+      const fallback = this.registry.createRenderer(staticType);
+      this._fallback = fallback;
       this.addWidget(fallback);
       await fallback.renderModel(model);
     }
-    const view = model.data[WIDGET_MIME] as { model_id?: string } | undefined;
-    // A widget view is never shown for an untrusted output (its renderer is not safe).
-    if (!model.trusted || !view || !view.model_id || !this._registry.getFactory(WIDGET_MIME)) {
-      this.toggleClass('jp-MemoryView-static', true);
+    this.renderLive();
+  }
+
+  /**
+   * Try the live widget again: it replaces the static copy once the notebook's
+   * widget manager makes a view for the output's model.
+   */
+  renderLive(): void {
+    const model = this._model;
+    this._stopWatching();
+    this._live?.dispose();
+    this._live = null;
+    this._fallback?.show();
+    this.toggleClass('jp-MemoryView-live', false);
+    this.toggleClass('jp-MemoryView-static', true);
+    if (!model) {
       return;
     }
-    const live = this._registry.createRenderer(WIDGET_MIME);
+    const view = model.data[WIDGET_MIME] as { model_id?: string } | undefined;
+    // A widget view is never shown for an untrusted output (its renderer is not safe).
+    if (!model.trusted || !view || !view.model_id || !this.registry.getFactory(WIDGET_MIME)) {
+      return;
+    }
+    const live = this.registry.createRenderer(WIDGET_MIME) as IRenderMime.IRenderer;
     live.hide();
+    this._live = live;
     this.addWidget(live);
-    this._watchLive(live as Widget, fallback);
+    this._watchLive(live);
     // The widget renderer reports a missing model as text in its own node and
     // resolves; it only adds a child widget once the model's view exists.
     void live.renderModel(model);
@@ -78,16 +106,16 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
     return this.hasClass('jp-MemoryView-live');
   }
 
-  private _watchLive(live: Widget, fallback: Widget | null): void {
+  private _watchLive(live: Widget): void {
     const update = () => {
       const hasView = live instanceof Panel && live.widgets.length > 0 && !live.isDisposed;
       if (hasView) {
         live.show();
-        fallback?.hide();
+        this._fallback?.hide();
       } else {
         // No view (yet, or any more: the widget was closed): the static copy.
         live.hide();
-        fallback?.show();
+        this._fallback?.show();
       }
       this.toggleClass('jp-MemoryView-live', hasView);
       this.toggleClass('jp-MemoryView-static', !hasView);
@@ -102,7 +130,9 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
     this._observer = null;
   }
 
-  private _registry: IRenderMimeRegistry;
+  private _model: IRenderMime.IMimeModel | null = null;
+  private _fallback: Widget | null = null;
+  private _live: Widget | null = null;
   private _observer: MutationObserver | null = null;
 }
 
@@ -117,6 +147,62 @@ export function bindViewRenderer(registry: IRenderMimeRegistry): void {
     },
     RANK
   );
+}
+
+/** The view renderers in a notebook's outputs (each output child holds its renderer). */
+function viewRenderersOf(panel: NotebookPanel): ViewRenderer[] {
+  const found: ViewRenderer[] = [];
+  for (const cell of panel.content.widgets) {
+    // Code cells only (typed by shape: @jupyterlab/cells is not a dependency of ours).
+    const outputArea = (cell as unknown as { outputArea?: { widgets: readonly Widget[] } })
+      .outputArea;
+    if (cell.model.type !== 'code' || !outputArea) {
+      continue;
+    }
+    for (const child of outputArea.widgets) {
+      for (const widget of Array.from(child.children())) {
+        if (widget instanceof ViewRenderer) {
+          found.push(widget);
+        }
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * Bind the renderer to a notebook's registry and, once jupyterlab-manager has
+ * given that registry a widget renderer with the notebook's widget manager,
+ * make the live layer of the outputs drawn before then. (jupyterlab-manager
+ * hands its manager only to widget renderers that are direct output children,
+ * which ours, nested in the view renderer, are not.)
+ */
+async function attachToNotebook(panel: NotebookPanel, global: IRenderMimeRegistry): Promise<void> {
+  const registry = panel.content.rendermime;
+  bindViewRenderer(registry);
+  try {
+    await panel.sessionContext.ready;
+  } catch {
+    return; // disposed before it was ready
+  }
+  const unbound = global.getFactory(WIDGET_MIME);
+  // jupyterlab-manager replaces the cloned widget factory once the session is ready,
+  // in a callback of its own: look for the change for a few seconds at most.
+  for (let tries = 0; tries < 100 && registry.getFactory(WIDGET_MIME) === unbound; tries++) {
+    if (panel.isDisposed) {
+      return;
+    }
+    await new Promise(resolve => setTimeout(resolve, 100));
+  }
+  if (registry.getFactory(WIDGET_MIME) === unbound) {
+    return; // no widget manager for this notebook: the static copies stay
+  }
+  for (const renderer of viewRenderersOf(panel)) {
+    if (!renderer.isLive) {
+      renderer.registry = registry;
+      renderer.renderLive();
+    }
+  }
 }
 
 export const viewPlugin: JupyterFrontEndPlugin<void> = {
@@ -135,8 +221,8 @@ export const viewPlugin: JupyterFrontEndPlugin<void> = {
     if (tracker) {
       // Each notebook's registry is a clone that jupyterlab-manager gives the
       // notebook's widget manager; bind ours to it so live widgets can show.
-      tracker.forEach(panel => bindViewRenderer(panel.content.rendermime));
-      tracker.widgetAdded.connect((_, panel) => bindViewRenderer(panel.content.rendermime));
+      tracker.forEach(panel => void attachToNotebook(panel, rendermime));
+      tracker.widgetAdded.connect((_, panel) => void attachToNotebook(panel, rendermime));
     }
   }
 };
