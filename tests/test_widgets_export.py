@@ -10,12 +10,12 @@ table. The copy must also read when the HTML is sanitized (untrusted output, Git
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
+from traitlets.config import Config
 
 from jupyter_memory.demo import kernel_env
 from jupyter_memory.store import MemoryStore
@@ -91,3 +91,14 @@ def test_without_widget_state_the_static_copies_show(
     if sanitize:
         assert "<script" not in page.split("<body")[1].split("</body>")[0].replace(
             '<script type="text/x-mathjax-config">', "")  # no script of ours survived
+
+
+def test_clearing_the_metadata_gives_the_static_copies_back(
+    executed: nbformat.NotebookNode,
+) -> None:
+    """The documented way to export offline-readable HTML from an executed notebook."""
+    exporter = HTMLExporter(template_name="lab", config=Config({"ClearMetadataPreprocessor": {
+        "enabled": True, "clear_notebook_metadata": True}}))
+    page, _resources = exporter.from_notebook_node(executed)
+    assert WIDGET_MIME not in page and "% of window" in page
+    assert all(description in page for description, _ in MEMORIES.values())
