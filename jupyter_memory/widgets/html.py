@@ -119,27 +119,27 @@ def bar_html(state: ContextState) -> str:
         )
     marks = []
     placed = _place_marker_labels(state)
-    for marker, (row, anchor) in zip(state.markers, placed, strict=True):
+    for marker, (row, anchor, left, width) in zip(state.markers, placed, strict=True):
         line, words = style.LEVEL_STYLES[marker.name]
         # Rows alternate below and above the bar, then a second line below and above.
-        offset = f"{(row // 2) * _LABEL_ROW_PX}px"
-        place = (f"top:calc(100% + {offset});" if row % 2 == 0
-                 else f"bottom:calc(100% + {offset});")
-        shift = {"centre": "translateX(-50%)", "end": "translateX(-100%)",
-                 "start": "none"}[anchor]
+        # Plain offsets and a sized box aligned inside (no calc() or transform), so the
+        # labels keep their places where a sanitizer drops those (untrusted notebooks).
+        offset = _BAR_PX + (row // 2) * _LABEL_ROW_PX
+        place = f"top:{offset}px;" if row % 2 == 0 else f"bottom:{offset}px;"
+        align = {"centre": "center", "end": "right", "start": "left"}[anchor]
         marks.append(
             f"<div title='{esc(marker.name)} at {marker.tokens:,} tokens: {esc(words)}' "
             f"style='position:absolute;top:-5px;bottom:-5px;left:{marker.position:.3f}%;"
             f"border-left:{line} {FONT};'></div>"
-            f"<div style='position:absolute;{place}left:{marker.position:.3f}%;"
-            f"transform:{shift};font-size:10px;line-height:{_LABEL_ROW_PX}px;"
-            f"white-space:nowrap;{_MUTED}padding:0 2px;'>"
+            f"<div style='position:absolute;{place}left:{left:.3f}%;width:{width:.3f}%;"
+            f"text-align:{align};font-size:10px;line-height:{_LABEL_ROW_PX}px;"
+            f"white-space:nowrap;{_MUTED}'>"
             f"{esc(_marker_label(marker))}</div>"
         )
-    below = sum(1 for row, _ in placed if row % 2 == 0)
-    above = sum(1 for row, _ in placed if row % 2 == 1)
-    rows_below = max((row // 2 + 1 for row, _ in placed if row % 2 == 0), default=0)
-    rows_above = max((row // 2 + 1 for row, _ in placed if row % 2 == 1), default=0)
+    below = sum(1 for row, *_ in placed if row % 2 == 0)
+    above = sum(1 for row, *_ in placed if row % 2 == 1)
+    rows_below = max((row // 2 + 1 for row, *_ in placed if row % 2 == 0), default=0)
+    rows_above = max((row // 2 + 1 for row, *_ in placed if row % 2 == 1), default=0)
     top = 6 + rows_above * _LABEL_ROW_PX if above else 6
     bottom = 6 + rows_below * _LABEL_ROW_PX if below else 6
     return (
@@ -153,6 +153,8 @@ def bar_html(state: ContextState) -> str:
 
 #: Height of one row of level labels around the bar.
 _LABEL_ROW_PX = 14
+#: Height of the bar with its border: where the rows of labels start.
+_BAR_PX = 24
 #: Width of one label character as a share of the bar, generous for a narrow notebook.
 _LABEL_CHAR_PERCENT = 1.0
 
@@ -161,18 +163,19 @@ def _marker_label(marker: Marker) -> str:
     return f"{marker.name} {_k(marker.tokens)}"
 
 
-def _place_marker_labels(state: ContextState) -> list[tuple[int, str]]:
-    """A row and an anchor for each level label, so that no two overlap or leave the bar.
+def _place_marker_labels(state: ContextState) -> list[tuple[int, str, float, float]]:
+    """Row, anchor, left edge and width (percent of the bar) of each level label, so
+    that no two overlap and none leaves the bar.
 
     With a large window the three levels sit within a few percent of each other near the
-    end of the bar (1M tokens: 95.5, 97.1 and 98.4%), so centring each label on its mark
+    end of the bar (1M tokens: 94.7, 96.7 and 97.7%), so centring each label on its mark
     would overlap them and push the last past the edge. A label near an edge is anchored
     to end (or start) at its mark; a label that would overlap one already placed in a row
     goes to the next row. Rows are numbered 0 (below the bar), 1 (above), 2 (below, second
     line), 3 (above, second line), ...
     """
     taken: dict[int, list[tuple[float, float]]] = {}
-    placed: list[tuple[int, str]] = []
+    placed: list[tuple[int, str, float, float]] = []
     for marker in state.markers:
         width = len(_marker_label(marker)) * _LABEL_CHAR_PERCENT
         if marker.position + width / 2 > 100:
@@ -186,7 +189,7 @@ def _place_marker_labels(state: ContextState) -> list[tuple[int, str]]:
         while any(span[0] < b and a < span[1] for a, b in taken.get(row, [])):
             row += 1
         taken.setdefault(row, []).append(span)
-        placed.append((row, anchor))
+        placed.append((row, anchor, left, width))
     return placed
 
 
