@@ -69,11 +69,12 @@ def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                JUPYTER_RUNTIME_DIR=str(server.home / "runtime"),
                JUPYTER_MEMORY_DIR=str(server.memdir))
     log = (server.home / "notebook.log").open("wb")
-    process = subprocess.Popen(
+    server.process = subprocess.Popen(
         [sys.executable, "-m", "notebook", "--no-browser", "--allow-root", "--ip=127.0.0.1",
          f"--port={server.port}", "--ServerApp.port_retries=0",
          f"--IdentityProvider.token={server.token}", f"--ServerApp.root_dir={server.root}"],
         cwd=server.root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = server.process
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -86,8 +87,7 @@ def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                 time.sleep(0.5)
         yield server
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        server.stop()  # terminate, and kill when it does not exit in time
 
 
 @pytest.mark.parametrize("name", ["trusted", "untrusted"])
