@@ -32,7 +32,7 @@ from typing import Any
 
 from bench_cost_curve import build_memdir, make_session
 
-from jupyter_memory.scan import ScanCache, scan
+from jupyter_memory.memdir.scan import ScanCache, scan
 
 GOAL = 1.5
 BASE = 200

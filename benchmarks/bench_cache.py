@@ -16,9 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from jupyter_memory.agent import run_turn
-from jupyter_memory.context import MAX_BREAKPOINTS, count_breakpoints
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints
 from jupyter_memory.testing.fake_api import FakeAnthropic, ToolCall, Turn
 
 GOAL = 0.95

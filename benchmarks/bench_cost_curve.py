@@ -6,7 +6,7 @@ session and the request it would send is measured with the offline estimates of
 
 * index mode - ``MEMORY.md`` rides in every request; it grows with the memories until
   its load limits (200 lines, 25,000 characters) cut it;
-* prefetch mode - no index; the offline selector (``jupyter_memory.selector``) picks at
+* prefetch mode - no index; the offline selector (``jupyter_memory.recall.offline``) picks at
   most 5 of the 200 newest memories by their descriptions and each is attached, cut at
   4,096 bytes (the attachment is built by ``jupyter_memory.recall`` when it is there).
 
@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.agent import user_message
-from jupyter_memory.context import META_KEY
-from jupyter_memory.index import format_entry
-from jupyter_memory.scan import SCAN_LIMIT, scan
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.agent.loop import user_message
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context.assemble import META_KEY
+from jupyter_memory.memdir.index import format_entry
+from jupyter_memory.memdir.scan import SCAN_LIMIT, scan
 
 QUESTION = "Which unit is the revenue column of the sales table in, and how should I plot it?"
 MAX_ATTACHED = 5
@@ -99,7 +99,7 @@ def _attachment(memdir: Path, file: str) -> dict[str, Any]:
 
 def selector_label() -> str:
     try:
-        from jupyter_memory import selector
+        from jupyter_memory.recall import offline as selector
     except ImportError:
         return "none (no attachments)"
     return selector.LABEL
@@ -115,7 +115,7 @@ def measure(project: Path, memdir: Path) -> dict[str, Any]:
     prefetch = make_session(project, memdir, "prefetch")
     candidates = scan(memdir, limit=SCAN_LIMIT)
     try:
-        from jupyter_memory.selector import select
+        from jupyter_memory.recall.offline import select
 
         chosen = select(QUESTION, candidates).files[:MAX_ATTACHED]
     except ImportError:

@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from jupyter_memory.frontmatter import parse
-from jupyter_memory.fsutil import read_head
-from jupyter_memory.index import format_entry
-from jupyter_memory.memory import Memory
-from jupyter_memory.scan import HEAD_LINES, ScanCache, list_files, read_index, scan
+from jupyter_memory.memdir.frontmatter import parse
+from jupyter_memory.memdir.fsutil import read_head
+from jupyter_memory.memdir.index import format_entry
+from jupyter_memory.memdir.record import Memory
+from jupyter_memory.memdir.scan import HEAD_LINES, ScanCache, list_files, read_index, scan
 
 TYPES = ("user", "feedback", "project", "reference")
 WARM_GOAL = 10.0

@@ -28,8 +28,8 @@ from typing import Any
 
 from bench_cost_curve import build_memdir, make_session
 
-from jupyter_memory.doctor import doctor
-from jupyter_memory.store import MemoryStore
+from jupyter_memory.memdir.doctor import doctor
+from jupyter_memory.memdir.store import MemoryStore
 
 GOAL_S = 1.0
 

@@ -33,8 +33,8 @@ RECALL_GOAL = 0.8
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from jupyter_memory.scan import scan  # noqa: E402
-from jupyter_memory.selector import MAX_SELECTED, select  # noqa: E402
+from jupyter_memory.memdir.scan import scan  # noqa: E402
+from jupyter_memory.recall.offline import MAX_SELECTED, select  # noqa: E402
 
 
 @dataclass

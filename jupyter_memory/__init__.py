@@ -7,20 +7,20 @@ front end on demand.
 
 from typing import Any
 
-from ._version import __version__
+from jupyter_memory._version import __version__
 
 __all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics; called by ``%load_ext jupyter_memory``."""
-    from .magics import load_ipython_extension as _load
+    from jupyter_memory.magics import load_ipython_extension as _load
 
     _load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .magics import unload_ipython_extension as _unload
+    from jupyter_memory.magics import unload_ipython_extension as _unload
 
     _unload(ipython)
 

@@ -1,3 +1,3 @@
-from .cli import main
+from jupyter_memory.cli.app import main
 
 raise SystemExit(main())

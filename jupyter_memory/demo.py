@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import JupyterMemoryError
-from .fsutil import atomic_write
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir.fsutil import atomic_write
 
 __all__ = [
     "MODEL_ENV",
@@ -298,7 +298,7 @@ def run_demo(
     timeout: int = 300,
 ) -> DemoResult:
     """Execute the tour notebook headless and write it and its HTML copy to ``out``."""
-    from .agent import TURN_MIME
+    from jupyter_memory.agent.loop import TURN_MIME
 
     examples = Path(examples) if examples is not None else examples_dir()
     out = Path(out) if out is not None else Path("build") / "demo"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.agent import TurnEvents, make_client, run_turn
-from jupyter_memory.context import MAX_BREAKPOINTS, count_breakpoints
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.agent.loop import TurnEvents, make_client, run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints
 from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
 
 OLD = time.time() - 5 * 86_400
@@ -151,7 +151,7 @@ def test_write_outside_memdir_is_refused(fake_api, project, tmp_path):
 
 def test_run_python_denied_without_permission(fake_api, project):
     session = make_session(project, permission_mode="deny")
-    from jupyter_memory.tools import DictNamespace
+    from jupyter_memory.agent.tools import DictNamespace
 
     ns: dict = {}
     session.tool_context(namespace=DictNamespace(ns))
@@ -250,7 +250,7 @@ def test_interrupt_during_tool_closes_every_tool_use(fake_api, project):
     result = run_turn(session, "go", events=TurnEvents(on_tool_start=on_tool_start))
     assert result.status == "interrupted"
     check_consistent(session.messages)
-    from jupyter_memory.agent import INTERRUPTED_TOOL
+    from jupyter_memory.agent.loop import INTERRUPTED_TOOL
 
     assert session.messages[-1]["role"] == "assistant"  # the interruption is noted
     results = [r for r in session.messages[-2]["content"] if r["type"] == "tool_result"]
@@ -291,14 +291,14 @@ def test_cache_reads_dominate_a_long_session(fake_api, project):
 
 
 def test_no_model_configured_explains_how_to_connect(project, monkeypatch):
-    from jupyter_memory.agent import NoModelConfigured
+    from jupyter_memory.agent.loop import NoModelConfigured
 
     with pytest.raises(NoModelConfigured, match="ANTHROPIC_API_KEY"):
         make_client({})
 
 
 def test_turns_are_mirrored_to_the_jsonl_log(fake_api, project):
-    from jupyter_memory.transcript import read_entries, rebuild_conversation
+    from jupyter_memory.transcript.log import read_entries, rebuild_conversation
 
     session = make_session(project)
     fake_api.script([

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.archive import (
+from jupyter_memory.memdir.archive import (
     MANIFEST_NAME,
     ArchiveError,
     export_memdir,
     import_archive,
     memdir_files,
 )
-from jupyter_memory.store import MemoryStore
+from jupyter_memory.memdir.store import MemoryStore
 
 OLD_NS = 1_700_000_000_123_456_789
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import cli
-from jupyter_memory.index import load_for_model
+from jupyter_memory.cli import app as cli
+from jupyter_memory.memdir.index import load_for_model
 
 
 class TTY(io.StringIO):
@@ -275,7 +275,7 @@ def test_context_command_text_json_and_raw(tmp_path, monkeypatch):
     import io as _io
     import json as _json
 
-    from jupyter_memory.cli import main as cli_main
+    from jupyter_memory.cli.app import main as cli_main
 
     project = tmp_path / "proj"
     project.mkdir()
@@ -306,7 +306,7 @@ def test_context_command_text_json_and_raw(tmp_path, monkeypatch):
 def test_human_output_escapes_terminal_control_characters(tmp_path):
     import io as _io
 
-    from jupyter_memory.cli import main as cli_main
+    from jupyter_memory.cli.app import main as cli_main
 
     env = {"HOME": str(tmp_path), "JUPYTER_MEMORY_DIR": str(tmp_path / "mem")}
     mem = tmp_path / "mem"

@@ -9,7 +9,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from shell_helpers import run
 
-from jupyter_memory.compaction import CLEARED_MARKER, SUMMARY_REQUEST_HEAD, SUMMARY_SECTIONS
+from jupyter_memory.agent.compaction import CLEARED_MARKER, SUMMARY_REQUEST_HEAD, SUMMARY_SECTIONS
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.compact import (
     COMPACTION_MIME,

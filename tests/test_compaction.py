@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.agent import run_turn
-from jupyter_memory.compaction import (
+from jupyter_memory.agent.compaction import (
     CLEARED_MARKER,
     FILE_KIND,
     FILE_TOKENS,
@@ -29,9 +28,10 @@ from jupyter_memory.compaction import (
     state_of,
     undo,
 )
-from jupyter_memory.compaction.restore import restore_files
+from jupyter_memory.agent.compaction.restore import restore_files
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.recall.conversation import budget_used
-from jupyter_memory.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 MODEL = "claude-haiku-4-5"  # a 200K window

@@ -7,15 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jupyter_memory.doctor import doctor
-from jupyter_memory.index import parse_index
-from jupyter_memory.store import MemoryStore
+from jupyter_memory.memdir.doctor import doctor
+from jupyter_memory.memdir.index import parse_index
+from jupyter_memory.memdir.store import MemoryStore
 
 PER_PROCESS = 200
 
 WRITER = """
 import sys
-from jupyter_memory.store import MemoryStore
+from jupyter_memory.memdir.store import MemoryStore
 
 memdir, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = MemoryStore(memdir, provenance_default="agent")

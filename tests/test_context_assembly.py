@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from jupyter_memory import prompts
-from jupyter_memory.context import (
+from jupyter_memory.context import prompts
+from jupyter_memory.context.assemble import (
     MAX_BREAKPOINTS,
     IndexPart,
     InstructionPart,
@@ -16,8 +16,8 @@ from jupyter_memory.context import (
     report,
     wire_messages,
 )
-from jupyter_memory.models import model_info, thresholds
-from jupyter_memory.tokens import Usage, estimate_tokens
+from jupyter_memory.context.models import model_info, thresholds
+from jupyter_memory.context.tokens import Usage, estimate_tokens
 
 ENV = prompts.Environment("/p", "analysis.ipynb", "Linux", "3.11.7", "claude-sonnet-4-5")
 TOOLS = [

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.doctor import doctor, orphaned_projects, repair
 from jupyter_memory.errors import InvalidPath
-from jupyter_memory.index import parse_index
-from jupyter_memory.store import MemoryStore
+from jupyter_memory.memdir.doctor import doctor, orphaned_projects, repair
+from jupyter_memory.memdir.index import parse_index
+from jupyter_memory.memdir.store import MemoryStore
 
 
 def codes(findings: list) -> list[tuple[str, str | None]]:
@@ -188,8 +188,8 @@ def test_stale_temp_files_are_reported_and_repaired(tmp_path):
     import os
     import time
 
-    from jupyter_memory.doctor import doctor, repair
-    from jupyter_memory.store import MemoryStore
+    from jupyter_memory.memdir.doctor import doctor, repair
+    from jupyter_memory.memdir.store import MemoryStore
 
     store = MemoryStore(tmp_path / "mem")
     store.create("a", "a fact", "project", "A.")

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from jupyter_memory import frontmatter
-from jupyter_memory.agent import TurnEvents, run_turn
-from jupyter_memory.extraction import (
+from jupyter_memory.agent.extraction import (
     EXTRACTION_TOOLS,
     ExtractionHook,
     hook_for,
     install,
 )
-from jupyter_memory.pending import PendingArea
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.agent.loop import TurnEvents, run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.pending import PendingArea
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 MARKER = "You are now the memory extraction agent"
@@ -454,7 +454,7 @@ def test_approval_mode_stages_pending_items(session, hook, router, fake_api):
 
 
 def test_accepting_over_a_changed_memory_needs_force(session, tmp_path):
-    from jupyter_memory.pending import PendingConflict
+    from jupyter_memory.memdir.pending import PendingConflict
 
     store = session.store
     store.create("cents", "revenue in cents", "project", "Cents.\n")

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from jupyter_memory.freshness import SECONDS_PER_DAY, age_days, age_text, staleness_reminder
+from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_days, age_text, staleness_reminder
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 

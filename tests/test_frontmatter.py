@@ -9,7 +9,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyter_memory import frontmatter as fm
+from jupyter_memory.memdir import frontmatter as fm
 
 FLAT = """---
 name: revenue-in-cents

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import fsutil
 from jupyter_memory.errors import LockTimeout
-from jupyter_memory.fsutil import atomic_write, is_temp_file, memdir_lock, read_head
+from jupyter_memory.memdir import fsutil
+from jupyter_memory.memdir.fsutil import atomic_write, is_temp_file, memdir_lock, read_head
 
 # --------------------------------------------------------------------------- atomic_write
 
@@ -183,7 +183,7 @@ def test_threads_never_lose_an_increment(tmp_path: Path) -> None:
 
 _HOLDER = """
 import sys, time
-from jupyter_memory.fsutil import memdir_lock
+from jupyter_memory.memdir.fsutil import memdir_lock
 with memdir_lock(sys.argv[1]):
     print("held", flush=True)
     sys.stdin.readline()
@@ -192,7 +192,7 @@ with memdir_lock(sys.argv[1]):
 _BUMPER = """
 import sys
 from pathlib import Path
-from jupyter_memory.fsutil import atomic_write, memdir_lock
+from jupyter_memory.memdir.fsutil import atomic_write, memdir_lock
 counter = Path(sys.argv[1]) / "count.txt"
 for _ in range(40):
     with memdir_lock(sys.argv[1]):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_memory.errors import SecretRefused
-from jupyter_memory.guard import check_no_secrets, find_secrets, redact
+from jupyter_memory.memdir.guard import check_no_secrets, find_secrets, redact
 
 RANDOM = "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dE9fG1h"  # random-looking filler
 

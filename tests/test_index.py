@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_memory import index as ix
+from jupyter_memory.memdir import index as ix
 
 SAMPLE = """# Memory index
 

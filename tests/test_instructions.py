@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.errors import ConfigError
-from jupyter_memory.instructions import (
+from jupyter_memory.context.instructions import (
     WARN_CHARS,
     InstructionSet,
     compact_instructions,
@@ -17,6 +16,7 @@ from jupyter_memory.instructions import (
     project_instruction_file,
     strip_html_comments,
 )
+from jupyter_memory.errors import ConfigError
 
 
 def write(path: Path, text: str | bytes) -> Path:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import lifecycle
-from jupyter_memory.agent import run_turn
-from jupyter_memory.compaction import SUMMARY_REQUEST_HEAD, CompactionBlocked, compact
-from jupyter_memory.lifecycle import HookResult, LifecycleHook
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.agent import lifecycle
+from jupyter_memory.agent.compaction import SUMMARY_REQUEST_HEAD, CompactionBlocked, compact
+from jupyter_memory.agent.lifecycle import HookResult, LifecycleHook
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import Turn
 
 MODEL = "claude-haiku-4-5"

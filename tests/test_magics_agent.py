@@ -11,7 +11,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from shell_helpers import run
 
-from jupyter_memory.agent import TURN_MIME
+from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.state import forget_state
 from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import frontmatter
-from jupyter_memory.freshness import SECONDS_PER_DAY
-from jupyter_memory.memory import MEMORY_TYPES, PROVENANCES, Memory, iso_utc
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.freshness import SECONDS_PER_DAY
+from jupyter_memory.memdir.record import MEMORY_TYPES, PROVENANCES, Memory, iso_utc
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 

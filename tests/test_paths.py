@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jupyter_memory.errors import ConfigError
-from jupyter_memory.paths import (
+from jupyter_memory.memdir.location import (
     MAX_KEY_LENGTH,
     REGISTRY_FILENAME,
     config_base,

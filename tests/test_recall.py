@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from jupyter_memory import recall, selector
-from jupyter_memory.agent import user_message
+from jupyter_memory import recall
+from jupyter_memory.agent.loop import user_message
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.recall import model_selector
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.recall import offline as selector
 
 ROOT = Path(__file__).resolve().parents[1]
 EVAL = ROOT / "tests" / "recall_eval"

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from jupyter_memory import recall
-from jupyter_memory.agent import run_turn
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.recall import SESSION_BUDGET_BYTES
-from jupyter_memory.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
 
 SELECTOR = "select_memories"

@@ -11,12 +11,13 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from jupyter_memory import record
-from jupyter_memory.agent import TURN_MIME, run_turn
+from jupyter_memory.agent.loop import TURN_MIME, run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.agent import parse_subcommand
 from jupyter_memory.magics.state import forget_state
-from jupyter_memory.record import (
+from jupyter_memory.sessions import recording as record
+from jupyter_memory.sessions.recording import (
     Normaliser,
     Recording,
     RecordingError,
@@ -24,7 +25,6 @@ from jupyter_memory.record import (
     describe_difference,
     first_difference,
 )
-from jupyter_memory.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 CENTS = (

@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_memory import frontmatter
-from jupyter_memory.errors import ConfigError, MemoryDisabled, MemoryExists
-from jupyter_memory.remember import (
+from jupyter_memory.agent.remember import (
     date_warning,
     derive,
     find_relative_dates,
@@ -21,7 +19,9 @@ from jupyter_memory.remember import (
     scope_dir,
     scope_store,
 )
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.errors import ConfigError, MemoryDisabled, MemoryExists
+from jupyter_memory.memdir import frontmatter
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 TODAY = dt.date(2026, 3, 14)  # a Saturday

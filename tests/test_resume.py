@@ -15,12 +15,13 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from shell_helpers import run
 
-from jupyter_memory.agent import TURN_MIME, digest, run_turn
-from jupyter_memory.context import wire_messages
+from jupyter_memory.agent.loop import TURN_MIME, digest, run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context.assemble import wire_messages
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.render import turn_bundle
 from jupyter_memory.magics.state import forget_state
-from jupyter_memory.resume import (
+from jupyter_memory.sessions.resume import (
     ResumeError,
     conversation_from_log,
     conversation_from_notebook,
@@ -29,9 +30,8 @@ from jupyter_memory.resume import (
     resume_session,
     transcript_command,
 )
-from jupyter_memory.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import ToolCall, Turn
-from jupyter_memory.transcript import CONTINUE_PROMPT, NOOP_REPLY, read_entries
+from jupyter_memory.transcript.log import CONTINUE_PROMPT, NOOP_REPLY, read_entries
 
 FIXTURE_LOGS = ("short.jsonl", "tool_heavy.jsonl", "subagent.jsonl",
                 "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl")
@@ -188,7 +188,7 @@ def test_cut_off_turn_gets_the_resume_clean_ups(tmp_path: Path) -> None:
 
 
 def test_compaction_restarts_the_conversation_at_what_it_left(tmp_path: Path, fake_api) -> None:
-    from jupyter_memory.compaction import compact
+    from jupyter_memory.agent.compaction import compact
     from jupyter_memory.magics.compact import compaction_bundle
 
     folder = tmp_path / "proj"

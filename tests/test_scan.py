@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyter_memory import scan as scan_mod
-from jupyter_memory.memory import iso_utc
-from jupyter_memory.scan import ScanCache, describe, list_files, manifest, scan
+from jupyter_memory.memdir import scan as scan_mod
+from jupyter_memory.memdir.record import iso_utc
+from jupyter_memory.memdir.scan import ScanCache, describe, list_files, manifest, scan
 
 NOW = 1_780_000_000.0  # a fixed clock for ages
 

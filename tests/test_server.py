@@ -61,13 +61,13 @@ from tornado.httpclient import HTTPClientError, HTTPResponse  # noqa: E402
 
 import jupyter_memory  # noqa: E402
 from jupyter_memory import notebook_path  # noqa: E402
+from jupyter_memory.memdir.store import MemoryStore  # noqa: E402
 from jupyter_memory.server.resolve import (  # noqa: E402
     NotebookPathError,
     memdir_stamp,
     notebook_folder,
     server_relative,
 )
-from jupyter_memory.store import MemoryStore  # noqa: E402
 
 # jupyter_server_terminals (not ours) registers a websocket route the server warns about.
 pytestmark = pytest.mark.filterwarnings("ignore:Extension endpoints without")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.agent import run_turn
-from jupyter_memory.compaction import SUMMARY_REQUEST_HEAD, compact
-from jupyter_memory.session import AgentConfig, Session
-from jupyter_memory.session_memory import (
+from jupyter_memory.agent.compaction import SUMMARY_REQUEST_HEAD, compact
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session_notes import (
     KEEP_MAX_TOKENS,
     KEEP_MIN_TEXT_MESSAGES,
     KEEP_MIN_TOKENS,
@@ -26,8 +26,8 @@ from jupyter_memory.session_memory import (
     should_update,
     template,
 )
+from jupyter_memory.context.tokens import estimate_messages
 from jupyter_memory.testing.fake_api import ToolCall, Turn
-from jupyter_memory.tokens import estimate_messages
 
 MODEL = "claude-haiku-4-5"
 SMALL = "claude-3-5-haiku-latest"
@@ -264,7 +264,7 @@ def test_stale_notes_or_instructions_fall_back_to_the_model(fake_api, project):
 
 
 def test_automatic_compaction_takes_the_notes_first(fake_api, project):
-    from jupyter_memory.compaction import CompactionHook
+    from jupyter_memory.agent.compaction import CompactionHook
 
     session, memory = make_session(project)
     assert any(isinstance(h, CompactionHook) for h in session.hooks)  # installed by default

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_memory.errors import ConfigError
-from jupyter_memory.settings import (
+from jupyter_memory.memdir.settings import (
     DEFAULT_CLEANUP_PERIOD_DAYS,
     SOURCES,
     load_settings,

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import frontmatter
 from jupyter_memory.errors import InvalidPath, MemoryExists, MemoryNotFound, SecretRefused
-from jupyter_memory.index import parse_index
-from jupyter_memory.paths import REGISTRY_FILENAME, sanitize_key
-from jupyter_memory.store import AmbiguousMemory, InvalidMemory, MemoryStore, slugify
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.index import parse_index
+from jupyter_memory.memdir.location import REGISTRY_FILENAME, sanitize_key
+from jupyter_memory.memdir.store import AmbiguousMemory, InvalidMemory, MemoryStore, slugify
 
 SECRET = "sk-ant-api03-" + "Ab12Cd34Ef56Gh78Ij90" * 3
 
@@ -444,7 +444,7 @@ def test_threads_do_not_lose_writes(store: MemoryStore) -> None:
 
 
 def test_oversized_memory_is_refused_and_nothing_written(tmp_path):
-    from jupyter_memory.store import MAX_MEMORY_BYTES, InvalidMemory, MemoryStore
+    from jupyter_memory.memdir.store import MAX_MEMORY_BYTES, InvalidMemory, MemoryStore
 
     store = MemoryStore(tmp_path / "mem")
     big = "x" * (MAX_MEMORY_BYTES + 1)

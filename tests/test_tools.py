@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_memory.errors import ConfigError
-from jupyter_memory.tools import (
+from jupyter_memory.agent.tools import (
     DictNamespace,
     PermissionDenied,
     PermissionPolicy,
@@ -22,8 +21,9 @@ from jupyter_memory.tools import (
     default_registry,
     user_variables,
 )
-from jupyter_memory.tools.kernel import MAX_RUN_OUTPUT_CHARS, RunOutcome
-from jupyter_memory.tools.permissions import parse_answer
+from jupyter_memory.agent.tools.kernel import MAX_RUN_OUTPUT_CHARS, RunOutcome
+from jupyter_memory.agent.tools.permissions import parse_answer
+from jupyter_memory.errors import ConfigError
 
 EXPECTED_ORDER = [
     "Read",

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from jupyter_memory.instructions import load_instructions
-from jupyter_memory.tools import (
+from jupyter_memory.agent.tools import (
     PermissionPolicy,
     PermissionRequest,
     ToolContext,
     ToolResult,
     default_registry,
 )
-from jupyter_memory.tools.files import DEFAULT_LINE_LIMIT, MAX_LINE_CHARS, MAX_READ_CHARS
+from jupyter_memory.agent.tools.files import DEFAULT_LINE_LIMIT, MAX_LINE_CHARS, MAX_READ_CHARS
+from jupyter_memory.context.instructions import load_instructions
 
 DAY = 86_400
 SECRET = "AKIAIOSFODNN7Q2Z4K3J"  # shaped like an AWS access key id

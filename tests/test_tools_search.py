@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_memory.tools import ToolContext, ToolResult, default_registry
-from jupyter_memory.tools.search import GLOB_LIMIT, compile_glob
+from jupyter_memory.agent.tools import ToolContext, ToolResult, default_registry
+from jupyter_memory.agent.tools.search import GLOB_LIMIT, compile_glob
 
 
 @pytest.fixture

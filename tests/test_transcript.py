@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import transcript as tr
-from jupyter_memory.transcript import (
+from jupyter_memory.transcript import log as tr
+from jupyter_memory.transcript.log import (
     CONTINUE_PROMPT,
     NOOP_REPLY,
     TranscriptWriter,

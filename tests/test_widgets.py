@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import frontmatter, prompts
-from jupyter_memory.context import count_breakpoints
-from jupyter_memory.index import parse_index
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context import prompts
+from jupyter_memory.context.assemble import count_breakpoints
+from jupyter_memory.context.tokens import Usage
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.index import parse_index
 from jupyter_memory.recall.attach import attachment_message
-from jupyter_memory.session import AgentConfig, Session
-from jupyter_memory.tokens import Usage
 from jupyter_memory.widgets import (
     BudgetGauges,
     ContextView,
@@ -484,7 +485,7 @@ def test_every_view_marks_its_bundle_for_the_kernel_free_fallback(session):
 
 
 def test_turn_view_of_a_real_turn(session, fake_api):
-    from jupyter_memory.agent import run_turn
+    from jupyter_memory.agent.loop import run_turn
     from jupyter_memory.testing.fake_api import ToolCall, Turn
 
     path = session.memdir / "project_revenue_in_cents.md"
@@ -557,8 +558,8 @@ def test_palette_reads_in_grayscale():
 def test_core_never_imports_widgets():
     code = (
         "import sys\n"
-        "import jupyter_memory.session, jupyter_memory.agent, jupyter_memory.context\n"
-        "import jupyter_memory.store, jupyter_memory.doctor\n"
+        "import jupyter_memory.agent.session, jupyter_memory.agent.loop, jupyter_memory.context.assemble\n"
+        "import jupyter_memory.memdir.store, jupyter_memory.memdir.doctor\n"
         "assert 'ipywidgets' not in sys.modules, 'the core imported ipywidgets'\n"
         "assert 'jupyter_memory.widgets' not in sys.modules\n"
         "import jupyter_memory.widgets.html\n"

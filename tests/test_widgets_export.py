@@ -18,7 +18,7 @@ from nbconvert import HTMLExporter
 from traitlets.config import Config
 
 from jupyter_memory.demo import kernel_env
-from jupyter_memory.store import MemoryStore
+from jupyter_memory.memdir.store import MemoryStore
 from jupyter_memory.widgets._base import VIEW_MIME, WIDGET_MIME
 
 STATE_MIME = "application/vnd.jupyter.widget-state+json"

@@ -13,10 +13,10 @@ from typing import Any
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .agent import Agent
-    from .compact import CompactMagics
-    from .context import ContextMagics
-    from .memory import MemoryMagics
+    from jupyter_memory.magics.agent import Agent
+    from jupyter_memory.magics.compact import CompactMagics
+    from jupyter_memory.magics.context import ContextMagics
+    from jupyter_memory.magics.memory import MemoryMagics
 
     agent = Agent(shell=ipython)
     ipython.register_magics(agent)
@@ -49,7 +49,7 @@ def protect_agent_line(lines: list[str]) -> list[str]:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .state import forget_state
+    from jupyter_memory.magics.state import forget_state
 
     forget_state(ipython)
     if protect_agent_line in ipython.input_transformers_cleanup:

@@ -20,15 +20,20 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 from traitlets import Bool, Enum, Float, Int, Unicode, default
 
-from .. import record
-from ..agent import NoModelConfigured, TurnEvents, run_turn
-from ..errors import JupyterMemoryError
-from ..models import default_model, default_small_model
-from ..resume import ResumeError, has_turn_records, notebook_for, resume_session
-from ..session import PERMISSION_MODES, RECALL_MODES, AgentConfig
-from ..tools import console_prompt
-from .render import tool_line, turn_bundle
-from .state import session_for, state_for
+from jupyter_memory.agent.loop import NoModelConfigured, TurnEvents, run_turn
+from jupyter_memory.agent.session import PERMISSION_MODES, RECALL_MODES, AgentConfig
+from jupyter_memory.agent.tools import console_prompt
+from jupyter_memory.context.models import default_model, default_small_model
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.magics.render import tool_line, turn_bundle
+from jupyter_memory.magics.state import session_for, state_for
+from jupyter_memory.sessions import recording as record
+from jupyter_memory.sessions.resume import (
+    ResumeError,
+    has_turn_records,
+    notebook_for,
+    resume_session,
+)
 
 #: How often the streaming view is redrawn, in seconds.
 REDRAW_EVERY = 0.25
@@ -371,7 +376,7 @@ class Agent(Magics):
     # ------------------------------------------------------------ helpers
 
     def _namespace(self) -> Any:
-        from ..tools import DictNamespace
+        from jupyter_memory.agent.tools import DictNamespace
 
         return DictNamespace(self.shell.user_ns)
 

@@ -16,7 +16,7 @@ from typing import Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
-from ..compaction import (
+from jupyter_memory.agent.compaction import (
     CompactionResult,
     compact,
     estimate_next_request,
@@ -24,10 +24,10 @@ from ..compaction import (
     status,
     undo,
 )
-from ..compaction.budget import fixed_tokens
-from ..errors import JupyterMemoryError
-from ..tokens import estimate_tokens
-from .render import markdown_to_html
+from jupyter_memory.agent.compaction.budget import fixed_tokens
+from jupyter_memory.context.tokens import estimate_tokens
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.magics.render import markdown_to_html
 
 COMPACTION_MIME = "application/vnd.jupyter-memory.compaction+json"
 FLAGS = ("--micro", "--undo", "--status", "--json")

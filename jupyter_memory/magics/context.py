@@ -9,7 +9,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ..context import render_text
+from jupyter_memory.context.assemble import render_text
 
 
 @magics_class
@@ -49,8 +49,8 @@ class ContextMagics(Magics):
             return None
         counted = None
         if args.count:
-            from ..agent import NoModelConfigured, make_client
-            from ..tokens import count_tokens_remote
+            from jupyter_memory.agent.loop import NoModelConfigured, make_client
+            from jupyter_memory.context.tokens import count_tokens_remote
 
             try:
                 counted = count_tokens_remote(make_client(), session.assemble().body)
@@ -58,7 +58,7 @@ class ContextMagics(Magics):
                 print(str(exc))
                 return None
         if not (args.json or args.text or args.brief):
-            from ..widgets import show_context
+            from jupyter_memory.widgets import show_context
 
             record = getattr(session, "last_record", None) or {}
             decisions = (record.get("recall") or {}).get("decisions") or None

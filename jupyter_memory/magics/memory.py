@@ -1,6 +1,6 @@
 """``%memory`` (browse and manage memories) and ``%%remember`` (store one).
 
-Every change goes through :class:`~jupyter_memory.store.MemoryStore` (or the pending
+Every change goes through :class:`~jupyter_memory.memdir.store.MemoryStore` (or the pending
 area and the archive module, which use its lock), so the index stays consistent. After a
 change the person made, the session's context snapshot is refreshed so the next request
 shows it.
@@ -21,9 +21,9 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..errors import JupyterMemoryError
-from ..memory import MEMORY_TYPES
-from ..remember import DEFAULT_AGENT, SCOPES, scope_store
+from jupyter_memory.agent.remember import DEFAULT_AGENT, SCOPES, scope_store
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir.record import MEMORY_TYPES
 
 SUBCOMMANDS = (
     "list", "show", "edit", "forget", "search", "doctor", "repair", "mode", "on", "off",
@@ -147,7 +147,7 @@ class MemoryMagics(Magics):
             self._session().refresh_context()
 
     def _hook(self, *, create: bool = False) -> Any:
-        from ..extraction import hook_for, install
+        from jupyter_memory.agent.extraction import hook_for, install
 
         session = self._session()
         hook = hook_for(session)
@@ -159,7 +159,7 @@ class MemoryMagics(Magics):
 
     def _memory_list(self, args: _Args) -> None:
         if args.browse and not args.json and args.options["scope"] == "memdir":
-            from ..widgets import show_memories
+            from jupyter_memory.widgets import show_memories
 
             show_memories(self._session())
             return
@@ -215,7 +215,7 @@ class MemoryMagics(Magics):
         print(memory_table(hits) if hits else f"No memory mentions {needle!r}.")
 
     def _memory_why(self, args: _Args) -> None:
-        from ..recall.explain import explain, render_explain
+        from jupyter_memory.recall.explain import explain, render_explain
 
         decisions = explain(self._session())
         if args.json:
@@ -239,7 +239,7 @@ class MemoryMagics(Magics):
         print(f"Forgot {memory.file}.")
 
     def _memory_doctor(self, args: _Args) -> None:
-        from ..doctor import doctor
+        from jupyter_memory.memdir.doctor import doctor
 
         findings = doctor(self._store(args), env=self._session().env)
         if args.json:
@@ -251,7 +251,7 @@ class MemoryMagics(Magics):
             print(f"[{f.severity}] {f.file or ''} {f.message}".replace("  ", " "))
 
     def _memory_repair(self, args: _Args) -> None:
-        from ..doctor import repair
+        from jupyter_memory.memdir.doctor import repair
 
         result = repair(self._store(args), env=self._session().env)
         self._changed(args)
@@ -285,7 +285,7 @@ class MemoryMagics(Magics):
     # ------------------------------------------------------------------ export / import
 
     def _memory_export(self, args: _Args) -> None:
-        from ..archive import export_memdir
+        from jupyter_memory.memdir.archive import export_memdir
 
         store = self._store(args)
         if args.rest:
@@ -299,7 +299,7 @@ class MemoryMagics(Magics):
         print(report.summary())
 
     def _memory_import(self, args: _Args) -> None:
-        from ..archive import import_archive
+        from jupyter_memory.memdir.archive import import_archive
 
         if not args.rest:
             raise JupyterMemoryError("name the zip to import: %memory import FILE.zip")
@@ -378,7 +378,7 @@ class MemoryMagics(Magics):
                 f"unknown action {action!r}; use on, off, every N, approval on|off, reset.")
 
     def _memory_pending(self, args: _Args) -> None:
-        from ..pending import PendingArea
+        from jupyter_memory.memdir.pending import PendingArea
 
         store = self._store()
         area = PendingArea(store.memdir)
@@ -445,9 +445,13 @@ class MemoryMagics(Magics):
             **Why:** the billing export writes cents.
             **How to apply:** divide by 100 before showing money to people.
         """
-        from ..agent import NoModelConfigured
-        from ..extraction import describe_error
-        from ..remember import remember_direct, remember_offline, remember_with_agent
+        from jupyter_memory.agent.extraction import describe_error
+        from jupyter_memory.agent.loop import NoModelConfigured
+        from jupyter_memory.agent.remember import (
+            remember_direct,
+            remember_offline,
+            remember_with_agent,
+        )
 
         try:
             # shlex, not IPython's arg_split: quotes around a value must not end up in it.
@@ -530,7 +534,7 @@ def show_file(path: Path, label: str) -> None:
 
 def memory_table(memories: list[Any]) -> str:
     """A fixed-width table: type, name, description, age, size, indexed, written by."""
-    from ..freshness import age_text
+    from jupyter_memory.memdir.freshness import age_text
 
     if not memories:
         return "No memories yet. Save one with %%remember or ask the agent to remember something."

@@ -10,7 +10,7 @@ import html
 import json
 from typing import Any
 
-from ..agent import TURN_MIME
+from jupyter_memory.agent.loop import TURN_MIME
 
 _TOOL_RESULT_PREVIEW = 1_500
 
@@ -52,7 +52,7 @@ def tool_line(name: str, data: Any) -> str:
 def turn_markdown(record: dict[str, Any]) -> str:
     parts = []
     if record.get("compactions"):
-        from .compact import compaction_text
+        from jupyter_memory.magics.compact import compaction_text
 
         parts.extend(compaction_text(item) for item in record["compactions"])
     calls = record.get("tool_calls") or []
@@ -126,7 +126,7 @@ def _compactions_html(record: dict[str, Any]) -> str:
     items = record.get("compactions") or []
     if not items:
         return ""
-    from .compact import compaction_html
+    from jupyter_memory.magics.compact import compaction_html
 
     return "".join(compaction_html(item) for item in items)
 

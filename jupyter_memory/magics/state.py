@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..session import AgentConfig, Session
+from jupyter_memory.agent.session import AgentConfig, Session
 
 _STATES: dict[int, KernelState] = {}
 
@@ -37,7 +37,7 @@ def forget_state(shell: Any) -> None:
 def notebook_folder(shell: Any) -> tuple[Path, str | None]:
     """The notebook's folder and path when known, else the kernel's working folder."""
     try:
-        from ..notebook_path import current_notebook_path
+        from jupyter_memory.notebook_path import current_notebook_path
 
         path = current_notebook_path(getattr(shell, "user_ns", None))
     except ImportError:  # the lab extension's module is optional for the kernel

@@ -1,6 +1,6 @@
 """Recall: how memories reach the model (SPEC §4).
 
-Path A (the index in every request) is assembled by :mod:`jupyter_memory.context`; this
+Path A (the index in every request) is assembled by :mod:`jupyter_memory.context.assemble`; this
 package holds path B, relevance prefetch, and the explanation of recall for every path.
 
 - :func:`start_prefetch` — called by the session at the start of each turn; returns a
@@ -12,8 +12,8 @@ package holds path B, relevance prefetch, and the explanation of recall for ever
 
 from __future__ import annotations
 
-from .attach import Excerpt, attachment_message, header_text, read_excerpt
-from .conversation import (
+from jupyter_memory.recall.attach import Excerpt, attachment_message, header_text, read_excerpt
+from jupyter_memory.recall.conversation import (
     RECALL_KIND,
     agent_files,
     budget_used,
@@ -22,7 +22,7 @@ from .conversation import (
     recent_tools,
     surfaced_files,
 )
-from .explain import (
+from jupyter_memory.recall.explain import (
     DECISIONS,
     decision,
     explain,
@@ -31,7 +31,7 @@ from .explain import (
     files_of,
     render_explain,
 )
-from .limits import (
+from jupyter_memory.recall.limits import (
     CJK_MIN_CHARS,
     MAX_FILE_BYTES,
     MAX_FILE_LINES,
@@ -40,8 +40,8 @@ from .limits import (
     SELECTOR_TIMEOUT_SECONDS,
     SESSION_BUDGET_BYTES,
 )
-from .model_selector import SELECTOR_SYSTEM, SELECTOR_TOOL, SelectorError
-from .prefetch import (
+from jupyter_memory.recall.model_selector import SELECTOR_SYSTEM, SELECTOR_TOOL, SelectorError
+from jupyter_memory.recall.prefetch import (
     SELECTOR_KINDS,
     Prefetch,
     cjk_count,

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..context import META_KEY
-from ..freshness import age_days, age_text, staleness_reminder
-from ..prompts import neutralize_reminder_tags
-from .conversation import RECALL_KIND
-from .limits import MAX_FILE_BYTES, MAX_FILE_LINES
+from jupyter_memory.context.assemble import META_KEY
+from jupyter_memory.context.prompts import neutralize_reminder_tags
+from jupyter_memory.memdir.freshness import age_days, age_text, staleness_reminder
+from jupyter_memory.recall.conversation import RECALL_KIND
+from jupyter_memory.recall.limits import MAX_FILE_BYTES, MAX_FILE_LINES
 
 __all__ = ["Excerpt", "attachment_message", "header_text", "read_excerpt"]
 

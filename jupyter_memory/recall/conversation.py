@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..context import META_KEY
+from jupyter_memory.context.assemble import META_KEY
 
 __all__ = [
     "RECALL_KIND",

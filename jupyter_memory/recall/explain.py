@@ -19,10 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..freshness import age_text
-from ..index import INDEX_NAME, load_for_model, normalize_file, parse_index
-from .conversation import agent_files, budget_used, surfaced_files
-from .limits import SESSION_BUDGET_BYTES
+from jupyter_memory.memdir.freshness import age_text
+from jupyter_memory.memdir.index import INDEX_NAME, load_for_model, normalize_file, parse_index
+from jupyter_memory.recall.conversation import agent_files, budget_used, surfaced_files
+from jupyter_memory.recall.limits import SESSION_BUDGET_BYTES
 
 __all__ = [
     "DECISIONS",
@@ -54,8 +54,8 @@ def decision(memory: Any, kind: str, reason: str, path: str, **extra: Any) -> di
 
 
 def _scan_all(memdir: Path) -> list[Any]:
-    from ..scan import scan
-    from .prefetch import scan_cache
+    from jupyter_memory.memdir.scan import scan
+    from jupyter_memory.recall.prefetch import scan_cache
 
     return scan(memdir, limit=None, cache=scan_cache(memdir))
 
@@ -170,7 +170,7 @@ def explain(session: Any, prefetch: Any = None) -> list[dict[str, Any]]:
         return []
     if session.recall_mode != "prefetch":
         return explain_index(session)
-    from .prefetch import last_prefetch
+    from jupyter_memory.recall.prefetch import last_prefetch
 
     latest = last_prefetch(session)
     return list(latest.decisions) if latest is not None else explain_static(session)

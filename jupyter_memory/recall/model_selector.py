@@ -14,8 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..index import normalize_file
-from .limits import MAX_FILES_PER_TURN, SELECTOR_MAX_TOKENS, SELECTOR_TIMEOUT_SECONDS
+from jupyter_memory.memdir.index import normalize_file
+from jupyter_memory.recall.limits import (
+    MAX_FILES_PER_TURN,
+    SELECTOR_MAX_TOKENS,
+    SELECTOR_TIMEOUT_SECONDS,
+)
 
 __all__ = [
     "SELECTOR_SYSTEM",

@@ -22,19 +22,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..freshness import age_days
-from ..scan import SCAN_LIMIT, ScanCache, list_files, manifest, scan
-from .attach import attachment_message
-from .conversation import agent_files, budget_used, recent_tools, surfaced_files
-from .explain import decision, explain_index
-from .limits import (
+from jupyter_memory.memdir.freshness import age_days
+from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, list_files, manifest, scan
+from jupyter_memory.recall.attach import attachment_message
+from jupyter_memory.recall.conversation import (
+    agent_files,
+    budget_used,
+    recent_tools,
+    surfaced_files,
+)
+from jupyter_memory.recall.explain import decision, explain_index
+from jupyter_memory.recall.limits import (
     CJK_MIN_CHARS,
     MAX_FILE_BYTES,
     MAX_FILE_LINES,
     MAX_FILES_PER_TURN,
     SESSION_BUDGET_BYTES,
 )
-from .model_selector import build_request, call_selector, validate
+from jupyter_memory.recall.model_selector import build_request, call_selector, validate
 
 __all__ = [
     "SELECTOR_KINDS",
@@ -312,7 +317,7 @@ class Prefetch:
 
         files = [m.file for m in candidates]
         if self.selector == "offline":
-            from ..selector import select
+            from jupyter_memory.recall.offline import select
 
             selection = select(self.prompt, candidates, recent_tools=self.recent_tools)
             with self._lock:

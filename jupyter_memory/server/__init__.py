@@ -18,7 +18,7 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     """Mount the ``/jupyter-memory/`` handlers on the server's web application."""
-    from .handlers import NAMESPACE, setup_handlers
+    from jupyter_memory.server.handlers import NAMESPACE, setup_handlers
 
     setup_handlers(serverapp.web_app)
     serverapp.log.info("jupyter-memory: REST API mounted under /%s/", NAMESPACE)

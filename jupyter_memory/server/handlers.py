@@ -23,7 +23,7 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from ..errors import (
+from jupyter_memory.errors import (
     ConfigError,
     InvalidPath,
     JupyterMemoryError,
@@ -33,9 +33,14 @@ from ..errors import (
     MemoryNotFound,
     SecretRefused,
 )
-from ..paths import MemoryLocation, locate
-from ..store import InvalidMemory, MemoryStore
-from .resolve import NotebookPathError, location_json, memdir_stamp, notebook_folder
+from jupyter_memory.memdir.location import MemoryLocation, locate
+from jupyter_memory.memdir.store import InvalidMemory, MemoryStore
+from jupyter_memory.server.resolve import (
+    NotebookPathError,
+    location_json,
+    memdir_stamp,
+    notebook_folder,
+)
 
 __all__ = ["NAMESPACE", "setup_handlers"]
 
@@ -277,7 +282,7 @@ class DoctorHandler(MemoryAPIHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        from ..doctor import doctor
+        from jupyter_memory.memdir.doctor import doctor
 
         def work() -> dict[str, Any]:
             location, store = self._locate()
@@ -299,7 +304,7 @@ class IndexHandler(MemoryAPIHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        from ..index import load_for_model
+        from jupyter_memory.memdir.index import load_for_model
 
         def work() -> dict[str, Any]:
             _location, store = self._locate()

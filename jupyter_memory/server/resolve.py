@@ -15,10 +15,10 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import JupyterMemoryError
-from ..index import INDEX_NAME
-from ..paths import MemoryLocation
-from ..scan import list_files
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir.index import INDEX_NAME
+from jupyter_memory.memdir.location import MemoryLocation
+from jupyter_memory.memdir.scan import list_files
 
 __all__ = [
     "NotebookPathError",

@@ -6,7 +6,7 @@ package never needs pytest.
 
 from __future__ import annotations
 
-from .fake_api import (
+from jupyter_memory.testing.fake_api import (
     NO_TURN_LEFT,
     CacheUsage,
     FakeAnthropic,

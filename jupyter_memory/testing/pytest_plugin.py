@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .fake_api import FakeAnthropic, ManualClock
+from jupyter_memory.testing.fake_api import FakeAnthropic, ManualClock
 
 __all__ = ["fake_api"]
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..context import AssembledRequest, ContextReport
-from . import style
-from ._base import fallback_bundle
-from .data import (
+from jupyter_memory.context.assemble import AssembledRequest, ContextReport
+from jupyter_memory.widgets import style
+from jupyter_memory.widgets._base import fallback_bundle
+from jupyter_memory.widgets.data import (
     PREVIEW_CHARS,
     CategoryView,
     ContextState,
@@ -25,7 +25,7 @@ from .data import (
     Segment,
     context_state,
 )
-from .html import (
+from jupyter_memory.widgets.html import (
     bar_html,
     context_facts,
     context_header,
@@ -35,7 +35,7 @@ from .html import (
     legend_html,
     unitemized_words,
 )
-from .style import esc
+from jupyter_memory.widgets.style import esc
 
 __all__ = ["CategoryPanel", "ContextView", "ItemPanel"]
 
@@ -146,7 +146,7 @@ class CategoryPanel(widgets.VBox):
 class ContextView(widgets.VBox):
     """What the next request holds, by category, against the model's window.
 
-    Built from a :class:`~jupyter_memory.context.ContextReport`; ``decisions`` are the
+    Built from a :class:`~jupyter_memory.context.assemble.ContextReport`; ``decisions`` are the
     last turn's recall decisions, ``assembled`` the request the report describes (it
     places the cache breakpoints on their items). The state is plain data:
     :attr:`categories`, :attr:`bar_segments`, :attr:`markers`.

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..context import META_KEY, AssembledRequest, ContextReport, Part
-from ..freshness import age_text, staleness_reminder
-from ..recall.conversation import budget_used, is_real_user_message
-from ..recall.limits import MAX_FILE_BYTES, MAX_FILES_PER_TURN, SESSION_BUDGET_BYTES
-from ..tokens import block_text
+from jupyter_memory.context.assemble import META_KEY, AssembledRequest, ContextReport, Part
+from jupyter_memory.context.tokens import block_text
+from jupyter_memory.memdir.freshness import age_text, staleness_reminder
+from jupyter_memory.recall.conversation import budget_used, is_real_user_message
+from jupyter_memory.recall.limits import MAX_FILE_BYTES, MAX_FILES_PER_TURN, SESSION_BUDGET_BYTES
 
 __all__ = [
     "PREFETCH_SESSION_BYTES",
@@ -346,7 +346,7 @@ def recall_bytes(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
 def budget_gauges(report: ContextReport, messages: Sequence[Mapping[str, Any]] = ()) -> list[Gauge]:
     """The five budgets: index lines and characters, prefetch bytes this turn and this
     session, and the tokens left before automatic compaction."""
-    from ..index import MAX_CHARS, MAX_LINES, NEAR_FRACTION
+    from jupyter_memory.memdir.index import MAX_CHARS, MAX_LINES, NEAR_FRACTION
 
     gauges: list[Gauge] = []
     idx = report.index

@@ -12,11 +12,11 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..context import ContextReport
-from ._base import fallback_bundle
-from .data import Gauge, budget_gauges
-from .html import gauges_html, gauges_text
-from .style import esc
+from jupyter_memory.context.assemble import ContextReport
+from jupyter_memory.widgets._base import fallback_bundle
+from jupyter_memory.widgets.data import Gauge, budget_gauges
+from jupyter_memory.widgets.html import gauges_html, gauges_text
+from jupyter_memory.widgets.style import esc
 
 __all__ = ["BudgetGauges"]
 

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..context import MAX_BREAKPOINTS, AssembledRequest, ContextReport
-from ..freshness import age_text
-from . import style
-from .data import (
+from jupyter_memory.context.assemble import MAX_BREAKPOINTS, AssembledRequest, ContextReport
+from jupyter_memory.memdir.freshness import age_text
+from jupyter_memory.widgets import style
+from jupyter_memory.widgets.data import (
     PREVIEW_CHARS,
     CategoryView,
     ContextState,
@@ -26,7 +26,7 @@ from .data import (
     context_state,
     turn_memories,
 )
-from .style import BORDER, FONT, FONT_MUTED, MONO, SURFACE, esc
+from jupyter_memory.widgets.style import BORDER, FONT, FONT_MUTED, MONO, SURFACE, esc
 
 __all__ = [
     "STATIC_MAX_ITEMS",
@@ -339,7 +339,7 @@ def context_html(
 
 def context_text(report: ContextReport) -> str:
     """The plain-text view (the same text ``%context`` prints)."""
-    from ..context import render_text
+    from jupyter_memory.context.assemble import render_text
 
     return render_text(report)
 
@@ -488,7 +488,7 @@ def turn_memories_html(record: Mapping[str, Any], memdir: Path | str | None = No
 def turn_html(record: Mapping[str, Any], memdir: Path | str | None = None,
               *, undone: bool = False) -> str:
     """The agent cell's HTML (tools folded, answer, events, footer) plus its memories."""
-    from ..magics.render import turn_html as base_html
+    from jupyter_memory.magics.render import turn_html as base_html
 
     base = base_html(dict(record))
     extra = turn_memories_html(record, memdir, undone=undone)

@@ -1,8 +1,8 @@
 """The memory browser: find a memory, read it, edit it, forget it, repair the index.
 
-Every change goes through :class:`~jupyter_memory.store.MemoryStore` (the credential
+Every change goes through :class:`~jupyter_memory.memdir.store.MemoryStore` (the credential
 guard, the lock, atomic writes and index upkeep all apply) and every check through
-:mod:`jupyter_memory.doctor`. Nothing here writes a file itself. The methods the
+:mod:`jupyter_memory.memdir.doctor`. Nothing here writes a file itself. The methods the
 buttons call (:meth:`save`, :meth:`request_forget`, :meth:`confirm_forget`,
 :meth:`repair`, :meth:`refresh`) are public, so scripts and tests drive it the same way.
 """
@@ -14,16 +14,16 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from .. import frontmatter
-from ..doctor import Finding, doctor, repair
-from ..errors import JupyterMemoryError
-from ..freshness import age_text
-from ..memory import MEMORY_TYPES, Memory
-from ..store import MemoryStore
-from . import style
-from ._base import fallback_bundle
-from .html import findings_html, memories_html, memories_text
-from .style import esc
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.doctor import Finding, doctor, repair
+from jupyter_memory.memdir.freshness import age_text
+from jupyter_memory.memdir.record import MEMORY_TYPES, Memory
+from jupyter_memory.memdir.store import MemoryStore
+from jupyter_memory.widgets import style
+from jupyter_memory.widgets._base import fallback_bundle
+from jupyter_memory.widgets.html import findings_html, memories_html, memories_text
+from jupyter_memory.widgets.style import esc
 
 __all__ = ["MemoryBrowser"]
 
@@ -43,7 +43,7 @@ _HEADER = f"{'type':<9} {'name':<24} {'description':<44} {'age':>11} {'size':>8}
 class MemoryBrowser(widgets.VBox):
     """A filterable table of a memdir's memories with an editor and the doctor's findings.
 
-    ``env`` and ``check_projects`` are passed to :func:`~jupyter_memory.doctor.doctor`
+    ``env`` and ``check_projects`` are passed to :func:`~jupyter_memory.memdir.doctor.doctor`
     (``check_projects=False`` skips looking for orphaned project memdirs).
     """
 
@@ -247,7 +247,7 @@ class MemoryBrowser(widgets.VBox):
         self._say("Kept.", "info")
 
     def repair(self) -> list[str]:
-        """Run :func:`~jupyter_memory.doctor.repair`; returns what it fixed."""
+        """Run :func:`~jupyter_memory.memdir.doctor.repair`; returns what it fixed."""
         try:
             report = repair(self.store, env=self.env)
         except JupyterMemoryError as exc:

@@ -13,13 +13,13 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..context import ContextReport
-from ._base import fallback_bundle
-from .context_view import ContextView
-from .gauges import BudgetGauges
-from .memory_browser import MemoryBrowser
-from .style import esc
-from .turn_view import TurnView, UndoCallback
+from jupyter_memory.context.assemble import ContextReport
+from jupyter_memory.widgets._base import fallback_bundle
+from jupyter_memory.widgets.context_view import ContextView
+from jupyter_memory.widgets.gauges import BudgetGauges
+from jupyter_memory.widgets.memory_browser import MemoryBrowser
+from jupyter_memory.widgets.style import esc
+from jupyter_memory.widgets.turn_view import TurnView, UndoCallback
 
 __all__ = ["ContextPanel", "MemoryOff", "show_context", "show_memories", "show_turn"]
 

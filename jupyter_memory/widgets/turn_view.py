@@ -15,12 +15,12 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..magics.render import markdown_to_html, usage_text
-from . import style
-from ._base import fallback_bundle
-from .data import TurnMemories, turn_memories
-from .html import turn_html, turn_memories_html, turn_text
-from .style import esc
+from jupyter_memory.magics.render import markdown_to_html, usage_text
+from jupyter_memory.widgets import style
+from jupyter_memory.widgets._base import fallback_bundle
+from jupyter_memory.widgets.data import TurnMemories, turn_memories
+from jupyter_memory.widgets.html import turn_html, turn_memories_html, turn_text
+from jupyter_memory.widgets.style import esc
 
 __all__ = ["TurnView"]
 

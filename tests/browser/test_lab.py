@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from jupyter_memory.store import MemoryStore
+from jupyter_memory.memdir.store import MemoryStore
 
 pytestmark = pytest.mark.browser
 

@@ -32,7 +32,7 @@ def _saved_notebook(memdir: Path, folder: Path) -> nbformat.NotebookNode:
     from nbclient import NotebookClient
 
     from jupyter_memory.demo import kernel_env
-    from jupyter_memory.store import MemoryStore
+    from jupyter_memory.memdir.store import MemoryStore
 
     MemoryStore(memdir).create("revenue in cents", "The sales.revenue column is stored in "
                                "cents", "project", "Divide by 100.\n")

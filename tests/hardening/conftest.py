@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import cli
+from jupyter_memory.cli import app as cli
 
 Cli = Callable[..., tuple[int, str, str]]
 

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import frontmatter
-from jupyter_memory.doctor import doctor, repair
-from jupyter_memory.index import INDEX_NAME, MAX_LINES, load_for_model, parse_index
-from jupyter_memory.scan import SCAN_LIMIT, ScanCache, scan
-from jupyter_memory.session import AgentConfig, Session
-from jupyter_memory.store import InvalidMemory, MemoryStore
-from jupyter_memory.tools import ToolContext, default_registry
-from jupyter_memory.tools.files import MAX_READ_CHARS
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.tools import ToolContext, default_registry
+from jupyter_memory.agent.tools.files import MAX_READ_CHARS
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.doctor import doctor, repair
+from jupyter_memory.memdir.index import INDEX_NAME, MAX_LINES, load_for_model, parse_index
+from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, scan
+from jupyter_memory.memdir.store import InvalidMemory, MemoryStore
 
 from . import corpus
 from .conftest import Cli
@@ -270,8 +270,8 @@ def test_five_thousand_memories(project: Path, memdir: Path, run_cli: Cli) -> No
 
 
 def test_repair_work_grows_linearly(memdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import jupyter_memory.doctor as doctor_module
-    import jupyter_memory.index as index_module
+    import jupyter_memory.memdir.doctor as doctor_module
+    import jupyter_memory.memdir.index as index_module
 
     lines_parsed = [0]
     real = index_module.parse_index

@@ -31,13 +31,13 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory import frontmatter
-from jupyter_memory.doctor import doctor, repair
-from jupyter_memory.fsutil import LOCK_NAME, is_temp_file
-from jupyter_memory.index import INDEX_NAME, parse_index
-from jupyter_memory.scan import scan
-from jupyter_memory.store import MemoryStore
-from jupyter_memory.transcript import read_entries
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.doctor import doctor, repair
+from jupyter_memory.memdir.fsutil import LOCK_NAME, is_temp_file
+from jupyter_memory.memdir.index import INDEX_NAME, parse_index
+from jupyter_memory.memdir.scan import scan
+from jupyter_memory.memdir.store import MemoryStore
+from jupyter_memory.transcript.log import read_entries
 
 from .crash_child import Op, plan
 

@@ -31,15 +31,15 @@ from typing import Any
 import pytest
 
 from jupyter_memory import recall
-from jupyter_memory.agent import TurnEvents, TurnResult, run_turn
-from jupyter_memory.compaction import (
+from jupyter_memory.agent.compaction import (
     SUMMARY_REQUEST_HEAD,
     CompactionError,
     compact,
     state_of,
 )
-from jupyter_memory.extraction import ExtractionHook, hook_for
-from jupyter_memory.session import AgentConfig, Session
+from jupyter_memory.agent.extraction import ExtractionHook, hook_for
+from jupyter_memory.agent.loop import TurnEvents, TurnResult, run_turn
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
 
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")

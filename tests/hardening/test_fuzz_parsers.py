@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from jupyter_memory import frontmatter
 from jupyter_memory.errors import SecretRefused
-from jupyter_memory.guard import check_no_secrets, find_secrets, redact
-from jupyter_memory.index import (
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.guard import check_no_secrets, find_secrets, redact
+from jupyter_memory.memdir.index import (
     MAX_CHARS,
     MAX_LINES,
     check,
@@ -28,7 +28,7 @@ from jupyter_memory.index import (
     upsert_entry,
     utf16_len,
 )
-from jupyter_memory.transcript import read_entries
+from jupyter_memory.transcript.log import read_entries
 
 FUZZ = settings(max_examples=250, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jupyter_memory.agent.tools import ToolContext
+from jupyter_memory.agent.tools._fs import resolve
 from jupyter_memory.errors import InvalidPath
-from jupyter_memory.store import MemoryStore
-from jupyter_memory.tools import ToolContext
-from jupyter_memory.tools._fs import resolve
+from jupyter_memory.memdir.store import MemoryStore
 
 PIECES = [
     "..", ".", "/", "//", "\\", "~", "~root", "\x00", "\n", "\t", " ", "C:", "a", "b",

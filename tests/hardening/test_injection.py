@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from jupyter_memory.agent import run_turn
-from jupyter_memory.remember import remember_with_agent
-from jupyter_memory.session import AgentConfig, Session
-from jupyter_memory.store import MemoryStore
+from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.remember import remember_with_agent
+from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.tools import DictNamespace, ToolContext, default_registry
+from jupyter_memory.memdir.store import MemoryStore
 from jupyter_memory.testing.fake_api import ToolCall, Turn
-from jupyter_memory.tools import DictNamespace, ToolContext, default_registry
 
 from .conftest import Cli
 
@@ -75,7 +75,7 @@ def test_index_injection_stays_one_line_of_the_index(project: Path, memdir: Path
                      "\"c\\n# Heading\"\ntype: feedback\n---\nBody.\n", provenance="agent")
     index = store.read_index()
     assert len(index.strip().split("\n")) == 2, index
-    from jupyter_memory.index import parse_index
+    from jupyter_memory.memdir.index import parse_index
 
     assert parse_index(index).files() == {"project_evil_passwd_etc_passwd.md", "feedback_evil.md"}
 
@@ -260,7 +260,7 @@ def test_remember_refuses_credentials(ip: Any, memdir: Path, options: str) -> No
 
 def test_refusal_message_masks_every_credential_on_a_line() -> None:
     from jupyter_memory.errors import SecretRefused
-    from jupyter_memory.guard import check_no_secrets
+    from jupyter_memory.memdir.guard import check_no_secrets
 
     with pytest.raises(SecretRefused) as refused:
         check_no_secrets(f"keys: {ANTHROPIC_KEY} and {AWS_KEY}", "memory x.md")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_memory.agent.tools import PermissionPolicy, ToolContext, ToolResult, default_registry
 from jupyter_memory.errors import InvalidPath, MemoryNotFound
-from jupyter_memory.store import MemoryStore
-from jupyter_memory.tools import PermissionPolicy, ToolContext, ToolResult, default_registry
+from jupyter_memory.memdir.store import MemoryStore
 
 from .conftest import Cli
 

@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from jupyter_memory.index import format_entry
+from jupyter_memory.memdir.index import format_entry
 
 MEMORIES = Path(__file__).with_name("memories")
 

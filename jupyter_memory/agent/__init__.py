@@ -1,0 +1,1 @@
+"""The agent: the loop, the session, tools, extraction, compaction, lifecycle."""

@@ -1,0 +1,136 @@
+"""Compaction: keep the conversation inside the model's context window (SPEC §7).
+
+- :func:`microcompact` clears old tool outputs (all but the newest 5), model-free.
+- :func:`compact` replaces the conversation with a summary (session notes first, else
+  the main model), then re-attaches recently read files and re-reads the instruction file.
+- :class:`CompactionHook` does both automatically before model calls, warns near the
+  limit and refuses at the blocking level; :func:`undo` restores what was replaced.
+
+See ``docs/compaction.md`` for the thresholds and a worked example.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_memory.agent.compaction.budget import estimate_next_request, session_thresholds
+from jupyter_memory.agent.compaction.core import (
+    INSERTED_KINDS,
+    MAX_TOO_LONG_RETRIES,
+    SUMMARY_KIND,
+    CompactionResult,
+    compact,
+    drop_point,
+    undo,
+)
+from jupyter_memory.agent.compaction.hook import IDLE_MINUTES, CompactionHook
+from jupyter_memory.agent.compaction.micro import (
+    CLEARED_MARKER,
+    COMPACTABLE_TOOLS,
+    KEEP_RECENT,
+    microcompact,
+)
+from jupyter_memory.agent.compaction.prompt import (
+    SUMMARY_REQUEST_HEAD,
+    SUMMARY_SECTIONS,
+    extract_summary,
+    summary_prompt,
+)
+from jupyter_memory.agent.compaction.restore import FILE_KIND, FILE_TOKENS, MAX_FILES, TOTAL_TOKENS
+from jupyter_memory.agent.compaction.state import (
+    MAX_FAILURES,
+    CompactionBlocked,
+    CompactionError,
+    CompactionState,
+    ContextLimitReached,
+    NothingToCompact,
+    NothingToUndo,
+    SummaryFailed,
+    UndoEntry,
+    state_of,
+)
+
+__all__ = [
+    "CLEARED_MARKER",
+    "COMPACTABLE_TOOLS",
+    "FILE_KIND",
+    "FILE_TOKENS",
+    "IDLE_MINUTES",
+    "INSERTED_KINDS",
+    "KEEP_RECENT",
+    "MAX_FAILURES",
+    "MAX_FILES",
+    "MAX_TOO_LONG_RETRIES",
+    "SUMMARY_KIND",
+    "SUMMARY_REQUEST_HEAD",
+    "SUMMARY_SECTIONS",
+    "TOTAL_TOKENS",
+    "CompactionBlocked",
+    "CompactionError",
+    "CompactionHook",
+    "CompactionResult",
+    "CompactionState",
+    "ContextLimitReached",
+    "NothingToCompact",
+    "NothingToUndo",
+    "SummaryFailed",
+    "UndoEntry",
+    "compact",
+    "drop_point",
+    "estimate_next_request",
+    "extract_summary",
+    "install",
+    "microcompact",
+    "session_thresholds",
+    "state_of",
+    "status",
+    "summary_prompt",
+    "undo",
+]
+
+
+def install(session: Any) -> list[Any]:
+    """Register the compaction, session-memory and lifecycle hooks on ``session`` once.
+
+    Returns the hooks that were added (none when they are already there).
+    """
+    from jupyter_memory.agent.lifecycle import LifecycleHook
+    from jupyter_memory.agent.session_notes import SessionMemory
+
+    added: list[Any] = []
+    for kind in (LifecycleHook, SessionMemory, CompactionHook):
+        if not any(isinstance(h, kind) for h in session.hooks):
+            hook = kind(session)
+            session.hooks.append(hook)
+            added.append(hook)
+    return added
+
+
+def status(session: Any) -> dict[str, Any]:
+    """Levels, current size, breaker and notes of ``session``: what ``%compact --status`` shows."""
+    from jupyter_memory.agent.session_notes import session_memory_for
+
+    th = session_thresholds(session)
+    tokens = estimate_next_request(session)
+    state = state_of(session)
+    memory = session_memory_for(session)
+    notes = memory.read() if memory is not None else None
+    return {
+        "model": session.config.model,
+        "tokens": tokens,
+        "level": th.level(tokens),
+        "thresholds": th.to_json(),
+        "consecutive_failures": state.consecutive_failures,
+        "breaker_open": state.breaker_open,
+        "last_error": state.last_error,
+        "compactions": len(state.results),
+        "undo_available": len(state.undo),
+        "session_memory": None if memory is None else {
+            "enabled": memory.enabled,
+            "path": str(memory.path),
+            "exists": notes is not None,
+            "updates": memory.updates,
+            "running": memory.running,
+            "last_error": memory.last_error,
+        },
+    }

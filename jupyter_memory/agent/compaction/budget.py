@@ -1,0 +1,49 @@
+"""How big the next request is, and which SPEC §7 level that puts it at.
+
+The count follows the reference: the real usage of the last response (which covers
+everything up to and including the last assistant message) plus an offline estimate of
+the messages appended since. Without usage (a new session, or right after a compaction,
+whose stored usage describes a context that no longer exists) the whole request is
+estimated offline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jupyter_memory.context.models import Thresholds, model_info, thresholds
+from jupyter_memory.context.tokens import estimate_messages
+
+
+def session_thresholds(session: Any) -> Thresholds:
+    """The levels of the session's main model: the same numbers ``%context`` shows."""
+    return thresholds(model_info(session.config.model))
+
+
+def fixed_tokens(session: Any) -> int:
+    """Estimated cost of everything in a request that is not the conversation."""
+    assembled = session.assemble([])
+    return sum(part.tokens for part in assembled.parts)
+
+
+def _last_assistant(messages: Sequence[dict[str, Any]]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "assistant":
+            return i
+    return None
+
+
+def estimate_next_request(session: Any) -> int:
+    """Tokens the next request of ``session`` will take as input, best known value."""
+    messages = session.messages
+    usage = session.last_usage
+    if usage is not None and usage.total_input > 0:
+        last = _last_assistant(messages)
+        if last is not None:
+            return usage.context_tokens + estimate_messages(messages[last + 1 :])
+    return fixed_tokens(session) + estimate_messages(messages)
+
+
+def percent(tokens: int, window: int) -> float:
+    return round(100.0 * tokens / window, 1) if window else 0.0

@@ -1,0 +1,98 @@
+"""Per-session compaction bookkeeping: the failure count, the breaker, and undo.
+
+Kept on the session object itself (one attribute), so the turn hook, ``compact`` and the
+``%compact`` magic all see the same state without a registry to keep in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_memory.errors import JupyterMemoryError
+
+#: Consecutive failed automatic compactions after which no more are attempted.
+MAX_FAILURES = 3
+#: Compactions that can be undone, newest last; older ones drop off.
+UNDO_DEPTH = 10
+
+_ATTRIBUTE = "_jupyter_memory_compaction"
+
+
+class CompactionError(JupyterMemoryError):
+    """A compaction could not be done; the conversation was left as it was."""
+
+
+class NothingToCompact(CompactionError):
+    """The conversation has nothing that a compaction could shorten."""
+
+
+class CompactionBlocked(CompactionError):
+    """A PreCompact lifecycle hook refused the compaction."""
+
+
+class SummaryFailed(CompactionError):
+    """The model did not produce a usable summary."""
+
+
+class ContextLimitReached(CompactionError):
+    """The next request would pass the blocking level of the model's window."""
+
+
+class NothingToUndo(CompactionError):
+    """No compaction of this session is left to undo."""
+
+
+@dataclass
+class UndoEntry:
+    """What one compaction (or microcompact) replaced, to put it back on request.
+
+    ``before`` is the conversation just before; ``after`` the conversation it left.
+    Messages appended since then are the ones in the session that are not in ``after``.
+    References to ``after`` are kept so identity checks stay valid.
+    """
+
+    kind: str  # "compact" | "micro"
+    before: list[dict[str, Any]]
+    after: list[dict[str, Any]]
+    description: str
+    result: Any = None
+
+
+@dataclass
+class CompactionState:
+    """What the session remembers about its compactions."""
+
+    consecutive_failures: int = 0
+    breaker_open: bool = False
+    last_answer_at: float | None = None
+    undo: list[UndoEntry] = field(default_factory=list)
+    results: list[Any] = field(default_factory=list)
+    last_error: str | None = None
+
+    def failed(self, reason: str) -> bool:
+        """Count an automatic failure; True when this one opened the breaker."""
+        self.consecutive_failures += 1
+        self.last_error = reason
+        if self.consecutive_failures >= MAX_FAILURES and not self.breaker_open:
+            self.breaker_open = True
+            return True
+        return False
+
+    def succeeded(self) -> None:
+        self.consecutive_failures = 0
+        self.breaker_open = False
+        self.last_error = None
+
+    def push(self, entry: UndoEntry) -> None:
+        self.undo.append(entry)
+        del self.undo[:-UNDO_DEPTH]
+
+
+def state_of(session: Any) -> CompactionState:
+    """The compaction state of ``session``, created on first use."""
+    state = getattr(session, _ATTRIBUTE, None)
+    if state is None:
+        state = CompactionState()
+        setattr(session, _ATTRIBUTE, state)
+    return state

@@ -1,0 +1,809 @@
+"""The extraction agent: memories saved in the background after a turn (SPEC §6).
+
+After a turn whose final answer called no tool, :class:`ExtractionHook` forks the
+conversation: the same system prompt and messages as the main agent, then one user
+message that asks for durable facts and lists the memories that already exist. The fork
+runs in a daemon thread, so the next cell never waits for it, and it reports what it
+saved into the cell that triggered it, with an undo.
+
+The rules, as the reference has them:
+
+* **cursor** — the last message already considered; it advances only after a run that
+  succeeded, so a failed run's messages are looked at again next time;
+* **skip** — when the main agent wrote a memory file since the cursor, the fork does not
+  run (it would duplicate that work) and the cursor moves on;
+* **one at a time** — a turn that ends while a run is under way is stashed; a newer one
+  replaces it, and the stash runs once after the current run (without the throttle);
+* **throttle** — a run every N eligible turns (``extraction_every``, default 1);
+* **at most 5 model calls** per run;
+* **sandbox in the tool layer** — the fork's tool context has ``restrict_to_memdir``:
+  Read, Grep and Glob work; Write and Edit only inside the memdir, after the path is
+  normalised (``..`` and symlinks resolved); every other tool is refused; there is no
+  tool that deletes.
+
+Two additions of this project, each a setting: three failed runs in a row open a
+circuit breaker for the session (one notice says so), and approval mode stages what the
+fork writes as pending items (:mod:`jupyter_memory.memdir.pending`) instead of saving it.
+
+**Tools and the prompt cache.** The fork is sent the restricted tool list (Read, Grep,
+Glob, Write, Edit), so the model is never offered a tool it may not use. Tool
+definitions come first in the cached prefix, so this fork cannot read the main
+conversation's cache entries; it writes its own, which its later calls and the next
+run read. ``extraction_share_tools=True`` sends the main agent's full tool list instead,
+byte for byte, so the fork reads the main conversation's cache as the reference's fork
+does; the tool layer still refuses every tool outside the sandbox.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import os
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from jupyter_memory.agent.tools import PermissionPolicy, ToolContext, ToolRegistry, ToolResult
+from jupyter_memory.context.assemble import assemble
+from jupyter_memory.context.tokens import Usage
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.index import INDEX_NAME
+from jupyter_memory.memdir.scan import manifest, scan
+from jupyter_memory.memdir.store import MemoryStore, WriteResult
+
+__all__ = [
+    "BREAKER_LIMIT",
+    "ENV_SWITCH",
+    "EXTRACTION_TOOLS",
+    "MAX_CALLS",
+    "ExtractionHook",
+    "ExtractionRun",
+    "RecordingStore",
+    "SandboxedRun",
+    "UndoReport",
+    "describe_error",
+    "extraction_prompt",
+    "hook_for",
+    "install",
+    "memory_registry",
+    "run_sandboxed",
+]
+
+EXTRACTION_TOOLS = ("Read", "Grep", "Glob", "Write", "Edit")
+"""The tools the fork is offered; the tool layer refuses everything else."""
+
+MAX_CALLS = 5
+"""Model calls one extraction run may make (the reference allows 5 turns)."""
+
+BREAKER_LIMIT = 3
+"""Failed runs in a row after which extraction stops for the session."""
+
+ENV_SWITCH = "JUPYTER_MEMORY_EXTRACTION"
+"""``0``/``false``/``off`` switches extraction off, ``1``/``true``/``on`` on, over the config."""
+
+_FALSY = ("0", "false", "no", "off")
+_TRUTHY = ("1", "true", "yes", "on")
+
+
+# ----------------------------------------------------------------------------- the sandboxed loop
+
+
+@dataclass
+class SandboxedRun:
+    """What a side run of the model did: its messages, calls and final words."""
+
+    messages: list[dict[str, Any]]
+    calls: int = 0
+    final_text: str = ""
+    stopped: bool = False  # the call budget ran out while the model still wanted tools
+    usage: Usage = field(default_factory=Usage)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _block(block: Any) -> dict[str, Any]:
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if hasattr(block, "model_dump"):
+        return block.model_dump(exclude_none=True)
+    return dict(block)
+
+
+def memory_registry(tools: ToolRegistry) -> ToolRegistry:
+    """The memory tools of ``tools`` (those of :data:`EXTRACTION_TOOLS` it has), in order."""
+    return tools.subset([name for name in EXTRACTION_TOOLS if name in tools])
+
+
+def run_sandboxed(
+    client: Any,
+    body_for: Callable[[list[dict[str, Any]]], dict[str, Any]],
+    messages: list[dict[str, Any]],
+    run_tool: Callable[[str, Mapping[str, Any]], ToolResult],
+    *,
+    max_calls: int = MAX_CALLS,
+) -> SandboxedRun:
+    """Call the model until it answers without tools or ``max_calls`` calls were made.
+
+    ``body_for(messages)`` builds each request from the run's own messages (the caller
+    puts any shared prefix in front); ``run_tool(name, input)`` runs one tool call and
+    must not raise (a :class:`~jupyter_memory.agent.tools.ToolRegistry` turns failures into
+    error results). Tool calls of the last permitted call still run, so writes the model
+    made in parallel land; it just gets no further call. API errors propagate.
+    """
+    run = SandboxedRun(list(messages))
+    while run.calls < max_calls:
+        body = body_for(run.messages)
+        run.requests.append({"round": run.calls, "tools": [t["name"] for t in body.get("tools", [])]})
+        with client.messages.stream(**body) as stream:
+            message = stream.get_final_message()
+        run.calls += 1
+        run.usage = run.usage + Usage.from_api(message.usage)
+        content = [_block(b) for b in message.content]
+        run.messages.append({"role": "assistant", "content": content})
+        run.final_text = "".join(b.get("text", "") for b in content if b["type"] == "text").strip()
+        uses = [b for b in content if b["type"] == "tool_use"]
+        if message.stop_reason != "tool_use" or not uses:
+            return run
+        results = []
+        for use in uses:
+            result = run_tool(use["name"], use.get("input") or {})
+            results.append({"type": "tool_result", "tool_use_id": use["id"],
+                            "content": result.content,
+                            **({"is_error": True} if result.is_error else {})})
+        run.messages.append({"role": "user", "content": results})
+    run.stopped = True
+    return run
+
+
+class RecordingStore(MemoryStore):
+    """A store that remembers each file's bytes before a run first wrote it.
+
+    The record (``before``: file → bytes, ``None`` for a file that did not exist) is what
+    makes an extraction undoable and what approval mode turns into pending items. Topic
+    files it creates with frontmatter also get the session's ``originSessionId`` (the
+    field the reference itself writes), so provenance says both who wrote (``origin``,
+    set by the store) and in which session; an existing file keeps the session it came
+    from.
+    """
+
+    def __init__(self, memdir: Path | str, **options: Any) -> None:
+        super().__init__(memdir, **options)
+        self.before: dict[str, bytes | None] = {}
+
+    def _snapshot(self, rel: str) -> None:
+        if rel not in self.before:
+            path = self.memdir / rel
+            self.before[rel] = path.read_bytes() if path.is_file() else None
+
+    def write_file(
+        self, file: Any, text: str, *, provenance: str | None = None
+    ) -> WriteResult:
+        rel = self.normalize(file, allow_index=True)
+        if rel == INDEX_NAME:
+            return self.write_index(text)
+        with self.writing():
+            self._snapshot(rel)
+            self._snapshot(INDEX_NAME)
+            if (self.session_id and self.before[rel] is None
+                    and frontmatter.has_frontmatter(text)
+                    and frontmatter.parse(text).get("originSessionId") is None):
+                text = frontmatter.update(text, {"originSessionId": self.session_id})
+            return super().write_file(rel, text, provenance=provenance)
+
+    def write_index(self, text: str) -> WriteResult:
+        with self.writing():
+            self._snapshot(INDEX_NAME)
+            return super().write_index(text)
+
+    def after(self) -> dict[str, bytes | None]:
+        """The current bytes of every file this store wrote."""
+        out: dict[str, bytes | None] = {}
+        for rel in self.before:
+            path = self.memdir / rel
+            out[rel] = path.read_bytes() if path.is_file() else None
+        return out
+
+
+# ----------------------------------------------------------------------------- the prompt
+
+
+def extraction_prompt(
+    new_messages: int, existing: str, memdir: str, today: str, *, maintain_index: bool,
+    max_calls: int = MAX_CALLS,
+) -> str:
+    """The instruction appended to the forked conversation (our own words)."""
+    index_step = (
+        "The index MEMORY.md follows topic files with frontmatter automatically; do not "
+        "edit it." if maintain_index else
+        "After writing a topic file, add or update its one-line pointer in MEMORY.md "
+        "(Read it first), as the memory rules above describe."
+    )
+    listing = existing or "(no memories yet)"
+    return f"""\
+You are now the memory extraction agent. The person does not see this exchange; it runs \
+in the background after the conversation above. Your only task is to decide whether the \
+last {new_messages} messages above contain anything worth keeping in long-term memory, and \
+if so, to save it in `{memdir}`.
+
+Save only durable facts of the four memory types that a future session could not \
+recover from the files, the data or the notebook: who the person is, how they want you to \
+work (corrections and confirmed approaches), decisions and context of the project, and \
+where things live in outside systems. Do not save code structure, file paths, schemas or \
+anything derivable from the current state; not history or recent changes; not debugging \
+recipes; not what the instruction files already say; not the task's progress or \
+temporary state; never credentials. When in doubt, save nothing.
+
+These memories exist already (type, file, last change, description):
+{listing}
+
+How to save:
+- Update an existing memory that covers the same fact instead of writing a new one; \
+Read a file before you Edit or overwrite it.
+- One fact per file, with frontmatter `name`, `description` (one specific line: it is \
+all a future search sees) and `type`; feedback and project memories carry a \
+**Why:** line and a **How to apply:** line.
+- Today's date is {today}: write absolute dates, never "yesterday" or "last week".
+- {index_step}
+
+You may use Read, Grep and Glob, and Write and Edit inside `{memdir}` only; nothing \
+else, and nothing can be deleted. You have at most {max_calls} model calls: read what you \
+need in one response (several calls at once), then write in the next. If nothing is \
+worth saving, answer "Nothing to save." without calling a tool. Otherwise finish with one \
+short line naming the files you saved."""
+
+
+# ----------------------------------------------------------------------------- runs and undo
+
+
+@dataclass
+class ExtractionRun:
+    """One extraction run, kept for ``%memory extraction`` and for undo."""
+
+    id: int
+    agent_id: str
+    started: str
+    trailing: bool = False
+    status: str = "running"  # running | saved | nothing | pending | failed
+    ended: str | None = None
+    calls: int = 0
+    files: list[str] = field(default_factory=list)  # topic files written (not the index)
+    created: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # pending item ids (approval mode)
+    error: str | None = None
+    log_error: str | None = None
+    undone: bool = False
+    tools_offered: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    before: dict[str, bytes | None] = field(default_factory=dict, repr=False)
+    after: dict[str, bytes | None] = field(default_factory=dict, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "agent_id": self.agent_id, "status": self.status,
+                "trailing": self.trailing, "started": self.started, "ended": self.ended,
+                "calls": self.calls, "files": list(self.files), "created": list(self.created),
+                "pending": list(self.pending), "error": self.error, "undone": self.undone,
+                "tools_offered": list(self.tools_offered), "usage": self.usage.to_json()}
+
+
+@dataclass
+class UndoReport:
+    """What undoing a run did."""
+
+    run: int
+    removed: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # changed since the run: left alone
+    index_restored: bool = False
+
+    def summary(self) -> str:
+        parts = []
+        if self.removed:
+            parts.append(f"removed {', '.join(self.removed)}")
+        if self.restored:
+            parts.append(f"restored the earlier text of {', '.join(self.restored)}")
+        lines = [f"Undid extraction run {self.run}: {'; '.join(parts) or 'nothing to undo'}."]
+        if self.kept:
+            lines.append(
+                f"Left {', '.join(self.kept)} as it is: it changed after the extraction wrote "
+                "it, so undoing would lose those changes. Use %memory forget or %memory edit."
+            )
+        return "\n".join(lines)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def describe_error(exc: BaseException) -> str:
+    """One sentence about a failed run, worded like the main loop's errors."""
+    from jupyter_memory.agent.loop import describe_failure
+
+    return describe_failure(exc)
+
+
+@dataclass
+class _Request:
+    """A finished turn waiting to be considered: its conversation and where to report."""
+
+    turn: Any
+    messages: list[dict[str, Any]]
+    client: Any
+    read_files: dict[Path, float]
+    main_wrote: bool
+
+
+def _flag(value: Any) -> bool | None:
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text in _TRUTHY:
+        return True
+    if text in _FALSY:
+        return False
+    return None
+
+
+class ExtractionHook:
+    """The turn hook that runs the extraction agent. Register it in ``session.hooks``.
+
+    Settings come from the session's ``AgentConfig`` (``extraction``, ``extraction_every``,
+    ``approval_mode``, ``extraction_share_tools``) when it has them, from the
+    ``JUPYTER_MEMORY_EXTRACTION`` variable, and from per-session overrides that
+    ``%memory extraction`` sets (which win).
+    """
+
+    def __init__(
+        self, session: Any, *, max_calls: int = MAX_CALLS, breaker_limit: int = BREAKER_LIMIT
+    ) -> None:
+        self.session = session
+        self.max_calls = max_calls
+        self.breaker_limit = breaker_limit
+        self.enabled_override: bool | None = None
+        self.every_override: int | None = None
+        self.approval_override: bool | None = None
+        self.share_tools_override: bool | None = None
+        self.cursor: dict[str, Any] | None = None
+        self.turns_since = 0
+        self.failures = 0
+        self.broken = False
+        self.runs: list[ExtractionRun] = []
+        self.counts = {"runs": 0, "skipped": 0, "throttled": 0, "stashed": 0, "failed": 0}
+        self.max_parallel = 0  # most runs ever under way at once (1 by construction)
+        self.undelivered: list[tuple[str, dict[str, Any]]] = []
+        self._active = 0
+        self._running = False
+        self._stash: _Request | None = None
+        self._cond = threading.Condition()
+
+    # ------------------------------------------------------------------ settings
+
+    @property
+    def enabled(self) -> bool:
+        if self.enabled_override is not None:
+            return self.enabled_override
+        env = self.session.env if self.session.env is not None else os.environ
+        from_env = _flag(env.get(ENV_SWITCH))
+        if from_env is not None:
+            return from_env
+        return bool(getattr(self.session.config, "extraction", True))
+
+    @property
+    def every(self) -> int:
+        if self.every_override is not None:
+            return self.every_override
+        return max(1, int(getattr(self.session.config, "extraction_every", 1) or 1))
+
+    @property
+    def approval_mode(self) -> bool:
+        if self.approval_override is not None:
+            return self.approval_override
+        return bool(getattr(self.session.config, "approval_mode", False))
+
+    @property
+    def share_tools(self) -> bool:
+        if self.share_tools_override is not None:
+            return self.share_tools_override
+        return bool(getattr(self.session.config, "extraction_share_tools", False))
+
+    @property
+    def running(self) -> bool:
+        with self._cond:
+            return self._running
+
+    def reset(self) -> None:
+        """Close the circuit breaker and forget the failure count."""
+        with self._cond:
+            self.broken = False
+            self.failures = 0
+
+    def status(self) -> dict[str, Any]:
+        """Settings, counters and recent runs, for ``%memory extraction``."""
+        with self._cond:
+            return {"enabled": self.enabled, "every": self.every,
+                    "approval_mode": self.approval_mode, "share_tools": self.share_tools,
+                    "running": self._running, "stash_waiting": self._stash is not None,
+                    "broken": self.broken, "failures_in_a_row": self.failures,
+                    "turns_since_last_run": self.turns_since, **self.counts,
+                    "recent": [r.to_json() for r in self.runs[-10:]]}
+
+    # ------------------------------------------------------------------ turn hooks
+
+    def before_turn(self, turn: Any) -> None:
+        """Show notices that could not reach the cell that triggered them."""
+        with self._cond:
+            waiting, self.undelivered = self.undelivered, []
+        for text, _payload in waiting:
+            turn.note("memory", text)
+
+    def after_turn(self, turn: Any, result: Any) -> None:
+        """Consider the finished turn: start a run, stash it, or pass (skip, throttle)."""
+        session = self.session
+        if result.status != "ok" or not self.enabled or session.memdir is None:
+            return
+        last = session.messages[-1] if session.messages else None
+        if last is None or last.get("role") != "assistant" or any(
+                b.get("type") == "tool_use" for b in last.get("content", [])):
+            return
+        try:
+            read_files = dict(session.tool_context().read_files)
+        except Exception:  # a broken tool context must not break the turn
+            read_files = {}
+        request = _Request(turn, list(session.messages), turn.client, read_files,
+                           bool(getattr(turn, "memories_written", None)))
+        background = result.record.setdefault("background", [])
+        with self._cond:
+            if self.broken:
+                return
+            if self._running:
+                self._stash = request  # a newer request replaces an older one
+                self.counts["stashed"] += 1
+                background.append("extraction")
+                return
+            if not self._should_run(request, trailing=False):
+                return
+            self._running = True
+        background.append("extraction")
+        thread = threading.Thread(target=self._worker, args=(request,),
+                                  name="jupyter-memory-extraction", daemon=True)
+        thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until no run is under way or stashed; False if ``timeout`` ran out."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._running, timeout)
+
+    # ------------------------------------------------------------------ decisions
+
+    def _since_cursor(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.cursor is None:
+            return messages
+        for index, message in enumerate(messages):
+            if message is self.cursor:
+                return messages[index + 1:]
+        return messages  # the history was replaced (compaction): all of it is new
+
+    def _main_wrote(self, request: _Request, new: list[dict[str, Any]]) -> bool:
+        if request.main_wrote:
+            return True
+        memdir = self.session.memdir
+        if memdir is None:
+            return False
+        real = os.path.realpath(memdir)
+        root = self.session.project_root
+        for message in new:
+            if message.get("role") != "assistant":
+                continue
+            for block in message.get("content", []):
+                if block.get("type") != "tool_use" or block.get("name") not in ("Write", "Edit"):
+                    continue
+                raw = (block.get("input") or {}).get("file_path")
+                if isinstance(raw, str) and _inside(raw, root, real):
+                    return True
+        return False
+
+    def _should_run(self, request: _Request, *, trailing: bool) -> bool:
+        """Apply the skip and throttle rules (called with the lock held)."""
+        new = self._since_cursor(request.messages)
+        if not new:
+            return False
+        if self._main_wrote(request, new):
+            self.cursor = request.messages[-1]
+            self.counts["skipped"] += 1
+            return False
+        if not trailing:
+            self.turns_since += 1
+            if self.turns_since < self.every:
+                self.counts["throttled"] += 1
+                return False
+        self.turns_since = 0
+        return True
+
+    # ------------------------------------------------------------------ the worker
+
+    def _worker(self, request: _Request) -> None:
+        trailing = False
+        while request is not None:
+            try:
+                self._run(request, trailing=trailing)
+            except Exception as exc:  # a bug of ours must still release the worker
+                self._failed(request, None, exc)
+            with self._cond:
+                request = self._stash
+                self._stash = None
+                trailing = True
+                if request is not None and (self.broken or not self.enabled
+                                            or self.session.memdir is None
+                                            or not self._should_run(request, trailing=True)):
+                    request = None
+                if request is None:
+                    self._running = False
+                    self._cond.notify_all()
+
+    def _run(self, request: _Request, *, trailing: bool) -> None:
+        run = ExtractionRun(len(self.runs) + 1, f"extraction-{uuid.uuid4().hex[:12]}", _now(),
+                            trailing=trailing)
+        with self._cond:
+            self.runs.append(run)
+            self.counts["runs"] += 1
+            self._active += 1
+            self.max_parallel = max(self.max_parallel, self._active)
+        try:
+            self._extract(request, run)
+        except Exception as exc:
+            self._failed(request, run, exc)
+            return
+        finally:
+            with self._cond:
+                self._active -= 1
+        with self._cond:
+            self.failures = 0
+            self.cursor = request.messages[-1]
+        self._announce_success(request, run)
+
+    def _failed(self, request: _Request, run: ExtractionRun | None, exc: BaseException) -> None:
+        message = describe_error(exc)
+        if run is not None:
+            run.status, run.error, run.ended = "failed", message, _now()
+        with self._cond:
+            self.counts["failed"] += 1
+            self.failures += 1
+            opened = not self.broken and self.failures >= self.breaker_limit
+            if opened:
+                self.broken = True
+        if opened:
+            self._notify(request, (
+                f"Memory extraction is off for the rest of this session after "
+                f"{self.failures} failed runs in a row (last error: {message.rstrip('.')}). "
+                "Turn it back on with `%memory extraction on`."
+            ), {"kind": "extraction", "breaker": True, "error": message})
+
+    def _extract(self, request: _Request, run: ExtractionRun) -> None:
+        session = self.session
+        memdir = Path(session.memdir)
+        approval = self.approval_mode
+        area = None
+        work = memdir
+        if approval:
+            from jupyter_memory.memdir.pending import PendingArea
+
+            area = PendingArea(memdir)
+            work = area.stage()
+        try:
+            store = RecordingStore(work, session_id=session.session_id,
+                                   maintain_index=session.config.maintain_index,
+                                   provenance_default="extraction")
+            ctx = ToolContext(
+                project_root=session.project_root, memdir=work, store=store,
+                read_files={} if approval else dict(request.read_files),
+                permission=PermissionPolicy(mode="deny", interactive=False),
+                restrict_to_memdir=True, provenance="extraction",
+            )
+            registry = session.tools
+            offered = (registry if self.share_tools else memory_registry(registry)).definitions()
+            run.tools_offered = [t["name"] for t in offered]
+            run_tool = self._tool_runner(registry, ctx, memdir, work if approval else None)
+            new = self._since_cursor(request.messages)
+            prompt = extraction_prompt(
+                len(new), manifest(scan(memdir)), str(memdir), session.today(),
+                maintain_index=session.config.maintain_index, max_calls=self.max_calls)
+            first = {"role": "user", "content": [{"type": "text", "text": prompt}]}
+
+            def body_for(fork: list[dict[str, Any]]) -> dict[str, Any]:
+                state = session.request_state([*request.messages, *fork])
+                return assemble(replace(state, tools=offered)).body
+
+            try:
+                result = run_sandboxed(request.client, body_for, [first], run_tool,
+                                       max_calls=self.max_calls)
+            except BaseException:
+                _put_back(store)  # a failed run changes nothing, not even half of it
+                raise
+            run.calls, run.usage = result.calls, result.usage
+            self._log(run, result.messages)
+            run.before = dict(store.before)
+            written = [f for f in store.before if f != INDEX_NAME]
+            if area is not None:
+                items = area.collect(work, store.before, run=run.agent_id,
+                                     session_id=session.session_id)
+                run.pending = [i.id for i in items]
+                run.files = [i.file for i in items]
+                run.created = [i.file for i in items if i.is_new]
+                run.status = "pending" if items else "nothing"
+            else:
+                run.after = store.after()
+                run.files = [f for f in written if run.after.get(f) is not None]
+                run.created = [f for f in run.files if store.before[f] is None]
+                run.status = "saved" if run.files else "nothing"
+            run.ended = _now()
+        finally:
+            if area is not None:
+                area.drop_stage(work)
+
+    def _tool_runner(
+        self, registry: ToolRegistry, ctx: ToolContext, memdir: Path, stage: Path | None
+    ) -> Callable[[str, Mapping[str, Any]], ToolResult]:
+        """Run tools in the sandbox; in approval mode, map memdir paths onto the stage."""
+        if stage is None:
+            return lambda name, args: registry.run(name, args, ctx)
+        real = os.path.realpath(memdir)
+        stage_real = os.path.realpath(stage)
+        root = self.session.project_root
+
+        def to_stage(value: str) -> str:
+            given = os.path.expanduser(value.strip())
+            lexical = os.path.abspath(given if os.path.isabs(given) else os.path.join(root, given))
+            for base in dict.fromkeys((os.path.abspath(memdir), real)):
+                if lexical == base or lexical.startswith(base + os.sep):
+                    return stage_real + lexical[len(base):]
+            return value
+
+        def run(name: str, args: Mapping[str, Any]) -> ToolResult:
+            mapped = {k: to_stage(v) if k in ("file_path", "path") and isinstance(v, str) else v
+                      for k, v in args.items()} if isinstance(args, Mapping) else args
+            result = registry.run(name, mapped, ctx)
+            text = result.content.replace(stage_real, real).replace(str(stage), real)
+            return replace(result, content=text)
+
+        return run
+
+    def _log(self, run: ExtractionRun, messages: list[dict[str, Any]]) -> None:
+        """Mirror the fork's own messages into a subagent log beside the session's log."""
+        log = getattr(self.session, "log", None)
+        if log is None:
+            return
+        try:
+            from jupyter_memory.transcript.log import subagent_writer
+
+            writer = subagent_writer(log.writer(), run.agent_id)
+            for message in messages:
+                writer.append_message(message["role"], copy.deepcopy(message))
+        except (OSError, ValueError) as exc:
+            run.log_error = f"{type(exc).__name__}: {exc}"
+
+    # ------------------------------------------------------------------ reporting
+
+    def _announce_success(self, request: _Request, run: ExtractionRun) -> None:
+        if run.status == "saved":
+            parts = [f"`{f}` ({'new' if f in run.created else 'updated'})" for f in run.files]
+            count = len(run.files)
+            self._notify(request, (
+                f"🧠 Saved {count} memor{'y' if count == 1 else 'ies'}: {', '.join(parts)}. "
+                f"Undo: `%memory undo {run.id}`"
+            ), {"kind": "extraction", "run": run.id, "files": list(run.files),
+                "created": list(run.created), "undo": f"%memory undo {run.id}"})
+        elif run.status == "pending":
+            count = len(run.pending)
+            listing = ", ".join(f"`{f}` ({i})" for f, i in zip(run.files, run.pending,
+                                                                strict=True))
+            self._notify(request, (
+                f"🧠 {count} memor{'y' if count == 1 else 'ies'} from this turn "
+                f"{'awaits' if count == 1 else 'await'} your approval: {listing}. "
+                "Review with `%memory pending`."
+            ), {"kind": "extraction", "run": run.id, "files": list(run.files),
+                "pending": list(run.pending), "review": "%memory pending"})
+
+    def _notify(self, request: _Request, text: str, payload: dict[str, Any]) -> None:
+        try:
+            request.turn.events.on_notice(text, payload)
+        except Exception:  # the cell is gone: show it with the next turn instead
+            with self._cond:
+                self.undelivered.append((text, payload))
+
+    # ------------------------------------------------------------------ undo
+
+    def find_run(self, run_id: int | None = None) -> ExtractionRun:
+        """Run ``run_id``, or the latest run that saved something and was not undone."""
+        with self._cond:
+            runs = list(self.runs)
+        if run_id is not None:
+            for run in runs:
+                if run.id == run_id:
+                    return run
+            raise JupyterMemoryError(f"There is no extraction run {run_id} in this session.")
+        for run in reversed(runs):
+            if run.status == "saved" and not run.undone:
+                return run
+        raise JupyterMemoryError("No extraction run of this session saved anything to undo.")
+
+    def undo(self, run_id: int | None = None, store: MemoryStore | None = None) -> UndoReport:
+        """Take back what a run saved, through the store, without losing later changes.
+
+        A file the run created is forgotten (file and index line); a file it updated gets
+        its earlier text back. A file changed after the run is left alone and reported.
+        When the index is still exactly as the run left it, its earlier text comes back
+        whole (so pointer edits are undone too).
+        """
+        run = self.find_run(run_id)
+        if run.status != "saved":
+            raise JupyterMemoryError(f"Extraction run {run.id} saved nothing ({run.status}).")
+        if run.undone:
+            raise JupyterMemoryError(f"Extraction run {run.id} was already undone.")
+        store = store or self.session.store
+        if store is None:
+            raise JupyterMemoryError("Memory is off for this session; switch it on to undo.")
+        report = UndoReport(run.id)
+        with store.writing():
+            index_path = store.memdir / INDEX_NAME
+            index_now = index_path.read_bytes() if index_path.is_file() else None
+            index_same = INDEX_NAME in run.after and index_now == run.after[INDEX_NAME]
+            for file in run.files:
+                path = store.memdir / file
+                now = path.read_bytes() if path.is_file() else None
+                if now != run.after.get(file):
+                    report.kept.append(file)
+                    continue
+                earlier = run.before.get(file)
+                if earlier is None:
+                    store.forget(file)
+                    report.removed.append(file)
+                else:
+                    atomic_write(path, earlier)
+                    report.restored.append(file)
+            if index_same and not report.kept and INDEX_NAME in run.before:
+                earlier_index = run.before[INDEX_NAME]
+                if earlier_index is None:
+                    index_path.unlink(missing_ok=True)
+                else:
+                    atomic_write(index_path, earlier_index)
+                report.index_restored = True
+        run.undone = True
+        return report
+
+
+def _put_back(store: RecordingStore) -> None:
+    """Restore every file a run wrote to the bytes it had before the run touched it."""
+    with store.writing():
+        for rel, earlier in store.before.items():
+            path = store.memdir / rel
+            if earlier is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, earlier)
+
+
+def _inside(raw: str, root: Path, real_memdir: str) -> bool:
+    given = os.path.expanduser(raw.strip())
+    path = os.path.realpath(given if os.path.isabs(given) else os.path.join(root, given))
+    return path == real_memdir or path.startswith(real_memdir.rstrip(os.sep) + os.sep)
+
+
+def hook_for(session: Any) -> ExtractionHook | None:
+    """The session's extraction hook, if one is registered."""
+    return next((h for h in session.hooks if isinstance(h, ExtractionHook)), None)
+
+
+def install(session: Any) -> ExtractionHook:
+    """Register an extraction hook on ``session`` (once) and return it."""
+    hook = hook_for(session)
+    if hook is None:
+        hook = ExtractionHook(session)
+        session.hooks.append(hook)
+    return hook

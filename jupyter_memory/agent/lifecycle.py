@@ -1,0 +1,360 @@
+"""Lifecycle hooks: user code that runs at fixed moments of a session (SPEC §7).
+
+Two kinds, run in this order for each event:
+
+- **Python callables** registered on a session with :func:`register`. Each receives the
+  event's payload (a dict) and returns ``None``, a string (text to add), a
+  :class:`HookResult`, or a dict shaped like a command's JSON output.
+- **Shell commands** from the ``hooks`` key of the settings files, in the reference's
+  shape: ``{"hooks": {"PreCompact": [{"matcher": "auto", "hooks": [{"type": "command",
+  "command": "...", "timeout": 30}]}]}}``. The payload arrives as JSON on stdin; exit 0
+  means success and stdout is the text to add (plain, or JSON with
+  ``additionalContext``, ``decision`` and ``reason``); exit 2 blocks (the reason is on
+  stderr); any other exit is an error that is reported but changes nothing.
+
+Events: ``SessionStart`` (source ``startup`` or ``compact``; text becomes context for the
+model), ``PreCompact`` (trigger ``manual`` or ``auto``; text is added to the summary
+instructions; may block the compaction), ``PostCompact`` (sees the summary; text is shown
+to the person) and ``Stop`` (after each turn; text is shown to the person). Commands
+are read from the settings once per session, like the reference's snapshot at startup,
+so a file edited mid-session cannot slip a command in; :func:`reload_hooks` re-reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_memory.context import prompts
+from jupyter_memory.context.assemble import META_KEY
+
+EVENTS = ("SessionStart", "PreCompact", "PostCompact", "Stop")
+#: Events whose hooks may refuse what is about to happen.
+BLOCKING_EVENTS = frozenset({"PreCompact"})
+#: Seconds a command may run when its settings give no ``timeout``.
+DEFAULT_TIMEOUT = 60.0
+#: Exit status with which a command blocks the action.
+BLOCK_EXIT = 2
+#: ``_meta.kind`` of a message carrying hook output for the model.
+HOOK_CONTEXT_KIND = "hook_context"
+#: Characters of a hook's output kept (a runaway command must not flood the context).
+MAX_OUTPUT_CHARS = 10_000
+
+_REGISTRY = "_jupyter_memory_lifecycle"
+_COMMANDS = "_jupyter_memory_hook_commands"
+_STARTED = "_jupyter_memory_session_started"
+
+HookFunction = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class HookResult:
+    """What a Python hook may return: text to add, and whether to block."""
+
+    text: str | None = None
+    block: bool = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class CommandHook:
+    """One shell command from a settings file."""
+
+    event: str
+    command: str
+    matcher: str
+    timeout: float
+    source: str
+
+
+@dataclass
+class HookOutcome:
+    """The combined result of every hook of one event."""
+
+    event: str
+    texts: list[str] = field(default_factory=list)
+    blocked: bool = False
+    reason: str | None = None
+    errors: list[str] = field(default_factory=list)
+    ran: int = 0
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(self.texts)
+
+
+def _check_event(event: str) -> None:
+    if event not in EVENTS:
+        raise ValueError(f"unknown lifecycle event {event!r}; use one of {', '.join(EVENTS)}")
+
+
+def register(session: Any, event: str, fn: HookFunction) -> HookFunction:
+    """Run ``fn(payload)`` at ``event`` in ``session``; returns ``fn`` (decorator-friendly)."""
+    _check_event(event)
+    if not callable(fn):
+        raise TypeError(f"a {event} hook must be callable, not {type(fn).__name__}")
+    _registry(session).setdefault(event, []).append(fn)
+    return fn
+
+
+def unregister(session: Any, event: str, fn: HookFunction) -> bool:
+    """Remove ``fn`` from ``event``; False when it was not registered."""
+    hooks = _registry(session).get(event, [])
+    if fn in hooks:
+        hooks.remove(fn)
+        return True
+    return False
+
+
+def registered(session: Any, event: str) -> list[HookFunction]:
+    _check_event(event)
+    return list(_registry(session).get(event, []))
+
+
+def _registry(session: Any) -> dict[str, list[HookFunction]]:
+    reg = getattr(session, _REGISTRY, None)
+    if reg is None:
+        reg = {}
+        setattr(session, _REGISTRY, reg)
+    return reg
+
+
+# ----------------------------------------------------------------------------- settings
+
+
+def command_hooks(session: Any) -> list[CommandHook]:
+    """The shell hooks of ``session``'s settings files, read once and then kept."""
+    cached = getattr(session, _COMMANDS, None)
+    if cached is None:
+        cached = _load_commands(session)
+        setattr(session, _COMMANDS, cached)
+    return list(cached)
+
+
+def reload_hooks(session: Any) -> list[CommandHook]:
+    """Read the settings files again (after the person edited their hooks)."""
+    setattr(session, _COMMANDS, None)
+    return command_hooks(session)
+
+
+def _load_commands(session: Any) -> list[CommandHook]:
+    from jupyter_memory.memdir.settings import load_settings
+
+    settings = load_settings(session.project_root, session.env)
+    found: list[CommandHook] = []
+    for src in settings.sources:
+        hooks = src.values.get("hooks")
+        if not isinstance(hooks, Mapping):
+            continue
+        for event in EVENTS:
+            groups = hooks.get(event)
+            if not isinstance(groups, list):
+                continue
+            for group in groups:
+                if not isinstance(group, Mapping) or not isinstance(group.get("hooks"), list):
+                    continue
+                matcher = str(group.get("matcher") or "")
+                for spec in group["hooks"]:
+                    if not isinstance(spec, Mapping) or spec.get("type", "command") != "command":
+                        continue
+                    command = spec.get("command")
+                    if not isinstance(command, str) or not command.strip():
+                        continue
+                    timeout = spec.get("timeout", DEFAULT_TIMEOUT)
+                    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+                        timeout = DEFAULT_TIMEOUT
+                    found.append(CommandHook(event, command, matcher, float(timeout), src.name))
+    return found
+
+
+def matches(matcher: str, value: str | None) -> bool:
+    """Empty or ``*`` matches everything; otherwise the whole value must match the pattern."""
+    if not matcher or matcher == "*" or value is None:
+        return True
+    try:
+        return re.fullmatch(matcher, value) is not None
+    except re.error:
+        return matcher == value
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def base_payload(session: Any, event: str) -> dict[str, Any]:
+    """Fields every hook receives, named as the reference names them."""
+    log = getattr(session, "log", None)
+    return {
+        "session_id": session.session_id,
+        "transcript_path": str(log.path) if log is not None else None,
+        "cwd": str(session.cwd),
+        "hook_event_name": event,
+    }
+
+
+def run(
+    session: Any, event: str, payload: Mapping[str, Any] | None = None, *, match: str | None = None
+) -> HookOutcome:
+    """Run every hook of ``event``; ``match`` is the value command matchers test.
+
+    Never raises because of a hook: failures are collected in ``errors``. A block is
+    only honoured for events that can block (``PreCompact``).
+    """
+    _check_event(event)
+    data = {**base_payload(session, event), **dict(payload or {})}
+    outcome = HookOutcome(event)
+    for fn in registered(session, event):
+        outcome.ran += 1
+        try:
+            value = fn(dict(data))
+        except Exception as exc:  # a user's hook must not break the session
+            outcome.errors.append(f"{event} hook {_name(fn)} failed: {type(exc).__name__}: {exc}")
+            continue
+        _absorb(outcome, value, _name(fn))
+    for hook in command_hooks(session):
+        if hook.event != event or not matches(hook.matcher, match):
+            continue
+        outcome.ran += 1
+        _run_command(session, hook, data, outcome)
+    if event not in BLOCKING_EVENTS and outcome.blocked:
+        outcome.errors.append(f"{event} hooks cannot block; the block was ignored.")
+        outcome.blocked, outcome.reason = False, None
+    return outcome
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def _absorb(outcome: HookOutcome, value: Any, who: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, HookResult):
+        text, block, reason = value.text, value.block, value.reason
+    elif isinstance(value, Mapping):
+        text, block, reason = _from_json(value)
+    elif isinstance(value, str):
+        text, block, reason = value, False, None
+    else:
+        outcome.errors.append(
+            f"{outcome.event} hook {who} returned {type(value).__name__}; return None, a "
+            "string, a HookResult or a dict."
+        )
+        return
+    if text and text.strip():
+        outcome.texts.append(text.strip()[:MAX_OUTPUT_CHARS])
+    if block:
+        outcome.blocked = True
+        outcome.reason = outcome.reason or reason or f"blocked by {who}"
+
+
+def _from_json(data: Mapping[str, Any]) -> tuple[str | None, bool, str | None]:
+    specific = data.get("hookSpecificOutput")
+    text = data.get("additionalContext")
+    if text is None and isinstance(specific, Mapping):
+        text = specific.get("additionalContext")
+    block = str(data.get("decision", "")).lower() == "block" or data.get("continue") is False
+    reason = data.get("reason") or data.get("stopReason")
+    return (str(text) if text is not None else None), block, (str(reason) if reason else None)
+
+
+def _run_command(
+    session: Any, hook: CommandHook, payload: Mapping[str, Any], outcome: HookOutcome
+) -> None:
+    env = {**os.environ, **dict(session.env or {}), "CLAUDE_PROJECT_DIR": str(session.project_root)}
+    who = f"command {hook.command!r} ({hook.source} settings)"
+    try:
+        done = subprocess.run(
+            hook.command, shell=True, input=json.dumps(payload, ensure_ascii=False),
+            capture_output=True, text=True, timeout=hook.timeout, cwd=str(session.project_root),
+            env=env, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        outcome.errors.append(
+            f"{hook.event} {who} was stopped after {hook.timeout:g} s; raise its \"timeout\" in "
+            "the settings file if it needs longer."
+        )
+        return
+    except OSError as exc:
+        outcome.errors.append(f"{hook.event} {who} could not start: {exc}")
+        return
+    stdout, stderr = done.stdout.strip(), done.stderr.strip()
+    if done.returncode == BLOCK_EXIT:
+        outcome.blocked = True
+        outcome.reason = outcome.reason or stderr or f"blocked by {who}"
+        return
+    if done.returncode != 0:
+        outcome.errors.append(
+            f"{hook.event} {who} exited with status {done.returncode}"
+            + (f": {stderr[:500]}" if stderr else "")
+        )
+        return
+    if stdout.startswith("{"):
+        try:
+            data = json.loads(stdout)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict):
+            _absorb(outcome, data, who)
+            return
+    _absorb(outcome, stdout, who)
+
+
+def context_message(outcome: HookOutcome) -> dict[str, Any] | None:
+    """A meta user message carrying the hooks' text for the model, or None if there is none."""
+    if not outcome.texts:
+        return None
+    text = prompts.system_reminder(f"Output of the {outcome.event} hooks:\n\n{outcome.text}")
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": text}],
+        META_KEY: {"kind": HOOK_CONTEXT_KIND, "event": outcome.event},
+    }
+
+
+class LifecycleHook:
+    """A turn hook that runs SessionStart before the first turn and Stop after each turn.
+
+    SessionStart output becomes a context message just before the first prompt; Stop
+    output and any hook errors are shown in the turn's events.
+    """
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    @property
+    def started(self) -> bool:
+        """Whether SessionStart ran for this session (kept on the session, so a second
+        LifecycleHook does not run it again)."""
+        return bool(getattr(self.session, _STARTED, False))
+
+    def before_turn(self, turn: Any) -> None:
+        if self.started:
+            return
+        setattr(self.session, _STARTED, True)
+        outcome = run(self.session, "SessionStart", {"source": "startup"}, match="startup")
+        for error in outcome.errors:
+            turn.note("warning", error)
+        message = context_message(outcome)
+        if message is None:
+            return
+        messages = self.session.messages
+        first = turn.added[0] if turn.added else None
+        at = next((i for i, m in enumerate(messages) if m is first), len(messages))
+        messages.insert(at, message)
+
+    def after_turn(self, turn: Any, result: Any) -> None:
+        if turn.extra.get("stop_hooks_ran"):
+            return
+        turn.extra["stop_hooks_ran"] = True
+        outcome = run(
+            self.session, "Stop",
+            {"last_assistant_message": result.answer, "status": result.status},
+        )
+        events = result.record.setdefault("events", [])
+        events.extend({"kind": "hook", "text": t} for t in outcome.texts)
+        events.extend({"kind": "warning", "text": e} for e in outcome.errors)

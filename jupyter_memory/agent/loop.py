@@ -1,0 +1,464 @@
+"""The agent loop: one user turn, streamed, with tool rounds, over the Messages API.
+
+``run_turn`` appends the person's message, then calls the model until it ends its turn
+or the round limit is hit, running tools in between. Whatever happens (an API error, a
+Ctrl-C in the middle of a stream or a tool), the conversation is left consistent: no
+``tool_use`` without its ``tool_result``, and a turn that never reached the model is
+rolled back so the cell can simply be run again.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_memory.agent.session import Session
+from jupyter_memory.context import prompts
+from jupyter_memory.context.assemble import count_breakpoints
+from jupyter_memory.context.tokens import Usage
+from jupyter_memory.errors import JupyterMemoryError
+
+TURN_MIME = "application/vnd.jupyter-memory.turn+json"
+#: Longest wait for prefetched memories before the first call (``wait_for_prefetch``).
+PREFETCH_WAIT_SECONDS = 60.0
+RECORD_VERSION = 1
+
+
+class NoModelConfigured(JupyterMemoryError):
+    """Neither an API key nor a base URL: there is no model to talk to."""
+
+
+CONNECT_HELP = (
+    "No model is connected. Set ANTHROPIC_API_KEY to use Anthropic's API, or set "
+    "ANTHROPIC_BASE_URL to any endpoint that speaks the Messages API (for example the "
+    "offline test server: `python -m jupyter_memory.testing.fake_api`). Memory browsing, "
+    "%context and %%remember with --name/--description/--type work without a model."
+)
+
+
+def make_client(
+    env: Mapping[str, str] | None = None, *, max_retries: int = 2, timeout: float = 600.0
+) -> Any:
+    """An ``anthropic.Anthropic`` client, or ``NoModelConfigured`` with how to fix it."""
+    env = os.environ if env is None else env
+    key = env.get("ANTHROPIC_API_KEY") or None
+    token = env.get("ANTHROPIC_AUTH_TOKEN") or None
+    base_url = env.get("ANTHROPIC_BASE_URL") or None
+    if not key and not token and not base_url:
+        raise NoModelConfigured(CONNECT_HELP)
+    import anthropic
+
+    if not key and not token:
+        key = "no-key-needed"  # a local endpoint; the SDK insists on some credential
+    return anthropic.Anthropic(
+        api_key=key, auth_token=token, base_url=base_url, max_retries=max_retries, timeout=timeout
+    )
+
+
+def _noop(*_: Any) -> None:
+    return None
+
+
+@dataclass
+class TurnEvents:
+    """Callbacks through which a front end shows a turn as it happens."""
+
+    on_text: Callable[[str], None] = _noop
+    on_tool_start: Callable[[dict[str, Any]], None] = _noop
+    on_tool_end: Callable[[dict[str, Any], Any], None] = _noop
+    on_status: Callable[[str], None] = _noop
+    #: Called, possibly from a background thread after the turn ended, with a notice
+    #: about work the turn started (such as memories the extraction agent saved).
+    on_notice: Callable[[str, dict[str, Any]], None] = _noop
+
+
+@dataclass
+class TurnResult:
+    """How a turn ended, the answer, and the record that goes into the cell output."""
+
+    status: str  # ok | max_turns | interrupted | error
+    answer: str
+    record: dict[str, Any]
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def digest(body: Mapping[str, Any]) -> str:
+    """A stable fingerprint of a request body (used by recording and replay)."""
+    raw = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def _block_to_dict(block: Any) -> dict[str, Any]:
+    """A response content block in the form the API accepts back as input."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data}
+    return block.model_dump(exclude_none=True) if hasattr(block, "model_dump") else dict(block)
+
+
+def _text_of(content: list[dict[str, Any]]) -> str:
+    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+def describe_api_error(exc: BaseException) -> str:
+    """One clear sentence for each way the endpoint can fail, with what to do."""
+    import anthropic
+
+    status = getattr(exc, "status_code", None)
+    message = str(getattr(exc, "message", "") or exc)
+    if isinstance(exc, anthropic.AuthenticationError):
+        return ("The model endpoint rejected the credentials (401). Check ANTHROPIC_API_KEY "
+                "(or ANTHROPIC_AUTH_TOKEN) and run the cell again.")
+    if isinstance(exc, anthropic.PermissionDeniedError):
+        return f"The model endpoint refused the request (403): {message}"
+    if isinstance(exc, anthropic.RateLimitError):
+        return ("Rate limited by the model endpoint (429), still after the automatic retries. "
+                "Wait a minute and run the cell again.")
+    if status == 529 or "overloaded" in message.lower():
+        return ("The model endpoint is overloaded (529), still after the automatic retries. "
+                "Try again shortly.")
+    if isinstance(exc, anthropic.BadRequestError) and "too long" in message.lower():
+        return ("The conversation no longer fits the model's context window. Run %compact to "
+                "summarise it, then run the cell again.")
+    if isinstance(exc, anthropic.APITimeoutError):
+        return "The model endpoint did not answer in time (timeout). Run the cell again."
+    if isinstance(exc, anthropic.APIConnectionError):
+        base = os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
+        return (f"Could not reach the model endpoint ({base}): the connection failed or was "
+                "dropped. Check the network or ANTHROPIC_BASE_URL and run the cell again.")
+    if isinstance(exc, anthropic.APIStatusError):
+        return f"The model endpoint answered with an error ({status}): {message}"
+    return f"The model call failed: {type(exc).__name__}: {message}"
+
+
+class TurnState:
+    """The mutable state of one turn while it runs; what turn hooks see.
+
+    Messages of the turn go through :meth:`add`, so the turn knows exactly which
+    messages it owns even if a hook (compaction) replaces earlier history meanwhile.
+    """
+
+    def __init__(self, session: Session, prompt: str, events: TurnEvents, client: Any) -> None:
+        self.session = session
+        self.events = events
+        self.client = client
+        self.prompt = prompt
+        self.added: list[dict[str, Any]] = []
+        self.tool_calls: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.usage = Usage()
+        self.events_log: list[dict[str, str]] = []
+        self.started = _now()
+        self.partial_text = ""
+        self.got_response = False
+        self.activated: list[str] = []
+        self.memories_before: set[str] = set()
+        self.memories_written: list[str] = []
+        self.prefetch: Any = None
+        self.extra: dict[str, Any] = {}
+
+    def add(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Append ``message`` to the conversation as part of this turn."""
+        self.session.messages.append(message)
+        self.added.append(message)
+        return message
+
+    def note(self, kind: str, text: str) -> None:
+        """Record an event (warning, compaction, ...) in the turn and show it."""
+        self.events_log.append({"kind": kind, "text": text})
+        self.events.on_status(text)
+
+    def rollback(self) -> None:
+        """Take this turn's messages back out of the conversation."""
+        owned = {id(m) for m in self.added}
+        self.session.messages[:] = [m for m in self.session.messages if id(m) not in owned]
+        self.added.clear()
+
+    @property
+    def new_messages(self) -> list[dict[str, Any]]:
+        return list(self.added)
+
+
+def _hooks(session: Session, name: str, *args: Any) -> None:
+    for hook in session.hooks:
+        method = getattr(hook, name, None)
+        if method is not None:
+            method(*args)
+
+
+def user_message(prompt: str, preamble: list[str] | None = None) -> dict[str, Any]:
+    """The person's turn: optional harness context (cells they ran) before their words."""
+    blocks = [{"type": "text", "text": prompts.system_reminder(p)} for p in preamble or [] if p]
+    blocks.append({"type": "text", "text": prompt})
+    return {"role": "user", "content": blocks}
+
+
+def run_turn(
+    session: Session,
+    prompt: str,
+    *,
+    client: Any = None,
+    events: TurnEvents | None = None,
+    preamble: list[str] | None = None,
+) -> TurnResult:
+    """Run one turn of the agent for ``prompt`` and return its answer and record."""
+    events = events or TurnEvents()
+    if not prompt.strip():
+        raise JupyterMemoryError("The prompt is empty: write what you want the agent to do.")
+    if client is None:
+        client = session.make_client()
+    turn = TurnState(session, prompt, events, client)
+    ctx = session.tool_context(on_activate=lambda files: turn.activated.extend(
+        session.instructions.render_block(f) for f in files))
+    turn.memories_before = set(ctx.written_memdir_files)
+    turn.add(user_message(prompt, preamble))
+    status, error = "max_turns", None
+    try:
+        _hooks(session, "before_turn", turn)
+        turn.prefetch = session.start_prefetch(prompt, client)
+        for round_index in range(session.config.max_turns):
+            _consume_prefetch(turn, first_call=round_index == 0)
+            _hooks(session, "before_call", turn, round_index)
+            message = _call_model(turn, client, round_index)
+            content = [_block_to_dict(b) for b in message.content] or [
+                {"type": "text", "text": EMPTY_REPLY}]
+            turn.add({"role": "assistant", "content": content})
+            turn.partial_text = ""
+            tool_uses = [b for b in content if b["type"] == "tool_use"]
+            if message.stop_reason != "tool_use" or not tool_uses:
+                status = "ok" if message.stop_reason != "max_tokens" else "max_tokens"
+                break
+            _run_tools(turn, tool_uses, ctx)
+        else:
+            events.on_status(f"Stopped after {session.config.max_turns} model calls (max_turns).")
+    except KeyboardInterrupt:
+        status, error = "interrupted", "Interrupted by the person; the conversation was kept consistent."
+        _close_after_interrupt(turn)
+    except Exception as exc:  # an API or network failure: report, keep the kernel alive
+        status, error = "error", describe_failure(exc)
+        _close_after_error(turn)
+    session.turn_count += 1
+    turn.memories_written = sorted(set(ctx.written_memdir_files) - turn.memories_before)
+    session.total_usage = session.total_usage + turn.usage
+    answer = "\n\n".join(
+        t for m in turn.new_messages if m["role"] == "assistant" and (t := _text_of(m["content"]))
+    )
+    if error:
+        turn.events_log.append({"kind": "error" if status == "error" else "warning", "text": error})
+    record = build_record(turn, answer, status)
+    session.last_record = record
+    result = TurnResult(status=status, answer=answer, record=record, error=error, usage=turn.usage)
+    _hooks(session, "after_turn", turn, result)
+    return result
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One clear sentence for any failure of a model call, without Python class names."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APIError):
+        return describe_api_error(exc)
+    if isinstance(exc, JupyterMemoryError):
+        return str(exc)
+    if _is_timeout(exc):
+        return ("The model endpoint did not answer in time (timeout). Run the cell again; "
+                "the conversation was kept consistent.")
+    if _is_transport_error(exc):
+        return ("The connection to the model endpoint broke in the middle of the answer. "
+                "Run the cell again; the conversation was kept consistent.")
+    if isinstance(exc, json.JSONDecodeError):
+        return ("The model endpoint sent a response that is not valid JSON; check "
+                "ANTHROPIC_BASE_URL points at a Messages API endpoint, then run the cell again.")
+    return f"The model call failed: {exc or type(exc).__name__}"
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    for name in ("httpx2", "httpx"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(exc, getattr(module, "TimeoutException", ())):
+            return True
+    return isinstance(exc, TimeoutError)
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    """A network failure raised by the SDK's HTTP client while a stream is read."""
+    for name in ("httpx2", "httpx"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(exc, getattr(module, "TransportError", ())):
+            return True
+    return False
+
+
+def _consume_prefetch(turn: TurnState, *, first_call: bool) -> None:
+    """Attach prefetched memories when they are ready (SPEC §4 B timing).
+
+    The reference never waits: memories found while the first call is under way join
+    the conversation only before the call after a tool round, so an answer that needs
+    no tool misses them. ``wait_for_prefetch`` waits before the first call instead.
+    """
+    prefetch = turn.prefetch
+    if prefetch is None:
+        return
+    if first_call:
+        if not turn.session.config.wait_for_prefetch:
+            return
+        prefetch.wait(timeout=PREFETCH_WAIT_SECONDS)
+    for message in prefetch.take_messages():
+        turn.add(message)
+
+
+def _call_model(turn: TurnState, client: Any, round_index: int) -> Any:
+    session = turn.session
+    assembled = session.assemble()
+    body = assembled.body
+    entry = {"round": round_index, "digest": digest(body), "breakpoints": count_breakpoints(body),
+             "sent": _now(), "body": body}
+    turn.requests.append(entry)
+    with client.messages.stream(**body) as stream:
+        for event in stream:
+            if event.type == "text":
+                turn.partial_text += event.text
+                turn.events.on_text(event.text)
+        message = stream.get_final_message()
+    turn.got_response = True
+    usage = Usage.from_api(message.usage)
+    turn.usage = turn.usage + usage
+    session.last_usage = usage
+    entry.update(usage=usage.to_json(), stop_reason=message.stop_reason, id=message.id)
+    return message
+
+
+def _run_tools(turn: TurnState, tool_uses: list[dict[str, Any]], ctx: Any) -> None:
+    session = turn.session
+    results: list[dict[str, Any]] = []
+    try:
+        for use in tool_uses:
+            turn.events.on_tool_start(use)
+            result = session.tools.run(use["name"], use.get("input") or {}, ctx)
+            turn.events.on_tool_end(use, result)
+            results.append({"type": "tool_result", "tool_use_id": use["id"],
+                            "content": result.content, **({"is_error": True} if result.is_error else {})})
+            turn.tool_calls.append({"id": use["id"], "name": use["name"], "input": use.get("input"),
+                                    "result": result.content, "is_error": bool(result.is_error)})
+    except KeyboardInterrupt:
+        _append_results(turn, results, tool_uses)
+        raise
+    _append_results(turn, results, tool_uses)
+    if turn.activated:
+        extra = [{"type": "text", "text": prompts.system_reminder(t)} for t in turn.activated]
+        turn.added[-1]["content"].extend(extra)
+        turn.activated.clear()
+
+
+#: Stands in for a reply with no content: the API refuses an empty assistant message later.
+EMPTY_REPLY = "(The model returned an empty reply.)"
+
+INTERRUPTED_TOOL = "The person interrupted the turn before this tool finished; it did not run."
+
+
+def _append_results(turn: TurnState, results: list[dict[str, Any]], uses: list[dict[str, Any]]) -> None:
+    """Append tool results, filling in any tool_use that got none (so none dangles)."""
+    done = {r["tool_use_id"] for r in results}
+    for use in uses:
+        if use["id"] not in done:
+            results.append({"type": "tool_result", "tool_use_id": use["id"],
+                            "content": INTERRUPTED_TOOL, "is_error": True})
+    if results:
+        turn.add({"role": "user", "content": results})
+
+
+def _close_after_interrupt(turn: TurnState) -> None:
+    if not turn.got_response and not turn.partial_text:
+        turn.rollback()
+        return
+    last = turn.added[-1] if turn.added else None
+    if last and last["role"] == "assistant":
+        uses = [b for b in last["content"] if b.get("type") == "tool_use"]
+        if uses:
+            _append_results(turn, [], uses)
+        return
+    text = turn.partial_text.strip()
+    note = "[interrupted by the person]"
+    turn.add({"role": "assistant", "content": [
+        {"type": "text", "text": f"{text}\n\n{note}" if text else note}]})
+
+
+def _close_after_error(turn: TurnState) -> None:
+    """Roll back a turn that never got an answer; otherwise close any dangling tool use."""
+    if not turn.got_response:
+        turn.rollback()
+        return
+    last = turn.added[-1]
+    if last["role"] == "assistant":
+        uses = [b for b in last["content"] if b.get("type") == "tool_use"]
+        if uses:
+            _append_results(turn, [], uses)
+
+
+def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
+    """Why each memory was or was not in this turn (SPEC §11), and the selector call."""
+    if session.memdir is None:
+        return {"mode": session.recall_mode, "decisions": [], "selector": None}
+    from jupyter_memory.recall import explain
+
+    prefetch = turn.prefetch
+    return {
+        "mode": session.recall_mode,
+        "decisions": explain(session, prefetch),
+        "selector": prefetch.to_json() if prefetch is not None else None,
+    }
+
+
+def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
+    """The turn record that the cell output carries (docs/architecture.md)."""
+    session = turn.session
+    rep = session.context_report()
+    data = rep.to_json()
+    return {
+        "version": RECORD_VERSION,
+        "session_id": session.session_id,
+        "turn": session.turn_count,
+        "model": session.config.model,
+        "memdir": str(session.memdir) if session.memdir is not None else None,
+        "status": status,
+        "started": turn.started,
+        "ended": _now(),
+        "prompt": turn.prompt,
+        "answer": answer,
+        "messages": turn.new_messages,
+        "tool_calls": turn.tool_calls,
+        "recall": _recall_record(session, turn),
+        "context": {
+            "window": data["window"],
+            "used": data["used"],
+            "source": data["source"],
+            "categories": [{"name": c["name"], "tokens": c["tokens"]} for c in data["categories"]],
+            "thresholds": data["thresholds"],
+        },
+        "usage": turn.usage.to_json(),
+        "requests": turn.requests,
+        "memories_written": [{"file": f, "by": "agent"} for f in turn.memories_written],
+        "events": turn.events_log,
+        "background": [],
+    }

@@ -1,0 +1,336 @@
+"""One agent session: the conversation and everything a request is built from.
+
+A kernel holds one ``Session``. It knows where memory lives, which instruction files
+apply, what the conversation holds, and turns that into a ``RequestState`` for
+``context.assemble``. It imports nothing from IPython, so the CLI and tests use it too.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from jupyter_memory.context import prompts
+from jupyter_memory.context.assemble import (
+    AssembledRequest,
+    ContextReport,
+    IndexPart,
+    InstructionPart,
+    RequestState,
+    assemble,
+    report,
+)
+from jupyter_memory.context.models import default_model, default_small_model
+from jupyter_memory.context.tokens import Usage
+from jupyter_memory.errors import ConfigError
+
+RECALL_MODES = ("index", "prefetch")
+RECALL_SELECTORS = ("model", "offline")
+PERMISSION_MODES = ("ask", "allow", "deny")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Settings of the agent; the magics expose each one through ``%config Agent``.
+
+    Defaults reproduce the reference behaviour, because people use this project to
+    learn how that behaviour works. Each improvement is a switch: ``maintain_index``
+    (the index follows topic files the agent writes), ``cjk_trigger`` (unspaced Chinese
+    or Japanese questions still trigger prefetch), ``wait_for_prefetch`` (the first model
+    call waits for prefetched memories).
+    """
+
+    model: str = ""
+    small_model: str = ""
+    max_tokens: int = 8192
+    max_turns: int = 25
+    permission_mode: str = "ask"
+    recall_mode: str = "index"
+    maintain_index: bool = False
+    extra_instruction_names: tuple[str, ...] = ()
+    max_retries: int = 2
+    timeout: float = 600.0
+    cell_output_cap: int = 2_000
+    wait_for_prefetch: bool = False
+    log_transcript: bool = True
+    extraction: bool = True
+    extraction_every: int = 1
+    extraction_share_tools: bool = False
+    approval_mode: bool = False
+    auto_compact: bool = True
+    microcompact_idle_minutes: float = 60.0
+    session_memory: bool = True
+    cjk_trigger: bool = False
+    recall_selector: str = "model"
+
+    def __post_init__(self) -> None:
+        if self.recall_mode not in RECALL_MODES:
+            raise ConfigError(
+                f"recall_mode {self.recall_mode!r} is not one of {', '.join(RECALL_MODES)}; "
+                "use 'index' (MEMORY.md in every request) or 'prefetch' (relevant files only)."
+            )
+        if self.recall_selector not in RECALL_SELECTORS:
+            raise ConfigError(
+                f"recall_selector {self.recall_selector!r} is not one of "
+                f"{', '.join(RECALL_SELECTORS)}: 'model' asks the small model, 'offline' "
+                "ranks descriptions locally with no model call."
+            )
+        if self.permission_mode not in PERMISSION_MODES:
+            raise ConfigError(
+                f"permission_mode {self.permission_mode!r} is not one of "
+                f"{', '.join(PERMISSION_MODES)}."
+            )
+        if self.max_turns < 1 or self.max_tokens < 1:
+            raise ConfigError("max_turns and max_tokens must be positive whole numbers.")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> AgentConfig:
+        """Defaults with the models chosen by ``JUPYTER_MEMORY_MODEL`` / ``_SMALL_MODEL``."""
+        base = cls(model=default_model(env), small_model=default_small_model(env))
+        return replace(base, **overrides) if overrides else base
+
+
+@dataclass
+class Session:
+    """The state of one conversation with the agent, and the memory it can use."""
+
+    cwd: Path
+    config: AgentConfig = field(default_factory=AgentConfig.from_env)
+    env: Mapping[str, str] | None = None
+    notebook: str | None = None
+    session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    last_usage: Usage | None = None
+    total_usage: Usage = field(default_factory=Usage)
+    turn_count: int = 0
+    recall_override: str | None = None
+    memory_override: bool | None = None
+    #: Objects with optional ``before_turn(turn)``, ``before_call(turn, round)`` and
+    #: ``after_turn(turn, result)`` methods, called by ``agent.run_turn`` in order.
+    hooks: list[Any] = field(default_factory=list)
+    #: Builds the SDK client; replaced to replay a recording or use another endpoint.
+    client_factory: Any = None
+    #: The record of the last finished turn (what ``%context`` shows recall decisions from).
+    last_record: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.cwd = Path(self.cwd).expanduser().resolve()
+        self._location: Any = None
+        self._store: Any = None
+        self._instructions: Any = None
+        self._registry: Any = None
+        self._tool_context: Any = None
+        self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
+        self.log: Any = None
+        if self.config.log_transcript:
+            from jupyter_memory.transcript.mirror import SessionLog
+
+            self.log = SessionLog(self)
+            self.hooks.insert(0, self.log)
+        from jupyter_memory.agent.extraction import ExtractionHook
+
+        self.hooks.append(ExtractionHook(self))
+        from jupyter_memory.agent.compaction import install as install_compaction
+
+        install_compaction(self)
+        self.reload()
+
+    # ------------------------------------------------------------------ memory
+
+    def reload(self) -> None:
+        """Re-locate the memdir and re-read instruction files (session start, compaction)."""
+        from jupyter_memory.context.instructions import load_instructions
+        from jupyter_memory.memdir.location import locate
+
+        self._location = locate(self.cwd, self.env)
+        self._store = None
+        self._instructions = load_instructions(
+            self.cwd,
+            project_root=self._location.project_root,
+            env=self.env,
+            extra_names=self.config.extra_instruction_names,
+        )
+        self.reset_tools()
+
+    def reset_tools(self) -> None:
+        """Forget the tool context and context snapshot (settings or memory on/off changed)."""
+        self._tool_context = None
+        self._snapshot = None
+
+    def refresh_context(self) -> None:
+        """Re-read the index and instruction files before the next request.
+
+        Like the reference, instruction files and ``MEMORY.md`` are read once and then
+        kept for the whole session, so the cached prefix stays stable even when the
+        agent saves memories mid-session. Compaction and memory changes the person makes
+        through the front ends (``%%remember``, ``%memory forget``) call this.
+        """
+        self._snapshot = None
+
+    def context_pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
+        """The instruction files and index of this session's ``messages[0]``."""
+        if self._snapshot is None:
+            self._snapshot = (self.instruction_parts(), self.index_part())
+        return self._snapshot
+
+    @property
+    def location(self) -> Any:
+        return self._location
+
+    @property
+    def project_root(self) -> Path:
+        return Path(self._location.project_root)
+
+    @property
+    def memory_enabled(self) -> bool:
+        if self.memory_override is not None:
+            return self.memory_override
+        return bool(self._location.enabled)
+
+    @property
+    def recall_mode(self) -> str:
+        return self.recall_override or self.config.recall_mode
+
+    @property
+    def memdir(self) -> Path | None:
+        return Path(self._location.memdir) if self.memory_enabled else None
+
+    @property
+    def store(self) -> Any:
+        """The ``MemoryStore`` of this project's memdir, or None when memory is off."""
+        if not self.memory_enabled:
+            return None
+        if self._store is None:
+            from jupyter_memory.memdir.store import MemoryStore
+
+            self._store = MemoryStore(
+                Path(self._location.memdir),
+                session_id=self.session_id,
+                maintain_index=self.config.maintain_index,
+            )
+        return self._store
+
+    @property
+    def instructions(self) -> Any:
+        return self._instructions
+
+    def index_part(self) -> IndexPart | None:
+        """``MEMORY.md`` as the model would receive it now (None when memory is off)."""
+        if self.memdir is None:
+            return None
+        from jupyter_memory.memdir.index import INDEX_NAME, load_for_model
+
+        path = self.memdir / INDEX_NAME
+        try:
+            raw = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raw = ""
+        loaded = load_for_model(raw)
+        cut = "+".join(loaded.limits_hit) if loaded.limits_hit else None
+        return IndexPart(loaded.text, loaded.line_count, loaded.char_count, cut, loaded.warning)
+
+    def instruction_parts(self) -> list[InstructionPart]:
+        inst = self._instructions
+        files = [*inst.files, *inst.activated]
+        return [InstructionPart(str(f.path), f.scope, inst.render_block(f)) for f in files]
+
+    def make_client(self) -> Any:
+        """The model client for this session (``client_factory`` wins over the environment)."""
+        if self.client_factory is not None:
+            return self.client_factory()
+        from jupyter_memory.agent.loop import make_client
+
+        return make_client(self.env, max_retries=self.config.max_retries,
+                           timeout=self.config.timeout)
+
+    # ------------------------------------------------------------------ recall
+
+    def start_prefetch(self, prompt: str, client: Any) -> Any:
+        """Start relevance prefetch for this turn (prefetch mode), or return None."""
+        if self.recall_mode != "prefetch" or self.memdir is None:
+            return None
+        from jupyter_memory.recall import start_prefetch
+
+        return start_prefetch(self, prompt, client)
+
+    # ------------------------------------------------------------------ tools
+
+    @property
+    def tools(self) -> Any:
+        if self._registry is None:
+            from jupyter_memory.agent.tools import default_registry
+
+            self._registry = default_registry()
+        return self._registry
+
+    def tool_context(self, **kwargs: Any) -> Any:
+        """The tool context of this session (created once; kwargs update it)."""
+        from jupyter_memory.agent.tools import PermissionPolicy, ToolContext
+
+        if self._tool_context is None:
+            self._tool_context = ToolContext(
+                project_root=self.project_root,
+                memdir=self.memdir,
+                store=self.store,
+                instructions=self._instructions,
+                permission=PermissionPolicy(mode=self.config.permission_mode),
+            )
+        for key, value in kwargs.items():
+            setattr(self._tool_context, key, value)
+        return self._tool_context
+
+    # ------------------------------------------------------------------ requests
+
+    def environment(self) -> prompts.Environment:
+        return prompts.Environment(
+            project_root=str(self.project_root),
+            notebook=self.notebook,
+            platform=f"{platform.system()} {platform.machine()}".strip(),
+            python_version=platform.python_version(),
+            model=self.config.model,
+        )
+
+    def today(self) -> str:
+        return _dt.date.today().isoformat()
+
+    def request_state(self, messages: list[dict[str, Any]] | None = None) -> RequestState:
+        memdir = self.memdir
+        instructions, index = self.context_pieces()
+        return RequestState(
+            model=self.config.model,
+            max_tokens=self.config.max_tokens,
+            environment=self.environment(),
+            tools=self.tools.definitions(),
+            messages=self.messages if messages is None else messages,
+            instructions=instructions,
+            memdir=str(memdir) if memdir is not None else None,
+            recall_mode=self.recall_mode,
+            index=index if self.recall_mode == "index" else None,
+            today=self.today(),
+            maintain_index=self.config.maintain_index,
+        )
+
+    def assemble(self, messages: list[dict[str, Any]] | None = None) -> AssembledRequest:
+        return assemble(self.request_state(messages))
+
+    def context_report(self, *, counted_tokens: int | None = None) -> ContextReport:
+        """What the next request would hold: the data behind ``%context``."""
+        return report(
+            self.assemble(),
+            index=self.context_pieces()[1],
+            last_usage=self.last_usage,
+            counted_tokens=counted_tokens,
+        )
+
+
+def default_cwd(env: Mapping[str, str] | None = None) -> Path:
+    """The folder a session starts in when no notebook path is known."""
+    env = os.environ if env is None else env
+    return Path(env.get("PWD") or os.getcwd())
+

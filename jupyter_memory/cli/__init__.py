@@ -1,0 +1,1 @@
+"""The jupyter-memory command line."""

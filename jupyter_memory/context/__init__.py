@@ -1,0 +1,1 @@
+"""What a request holds: instruction files, assembly, prompts, models, tokens."""

@@ -1,0 +1,449 @@
+"""Request assembly: one pure function from session state to the exact request body.
+
+``assemble`` is deterministic: the same ``RequestState`` always gives a byte-identical
+body, and nothing in the prefix before the last cache breakpoint depends on the turn, so
+consecutive turns read it from the prompt cache (SPEC §5). Reading the disk (instruction
+files, the index) happens before, in ``context_pieces``; ``report`` turns an assembled
+request into the per-category budget that ``%context`` shows.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_memory.context import prompts
+from jupyter_memory.context.models import Thresholds, model_info, thresholds
+from jupyter_memory.context.tokens import Usage, estimate_message, estimate_tokens, estimate_tool
+
+#: The API accepts at most this many ``cache_control`` markers in one request.
+MAX_BREAKPOINTS = 4
+CACHE = {"type": "ephemeral"}
+#: Key of the private metadata a conversation message may carry; stripped before sending.
+META_KEY = "_meta"
+
+
+@dataclass(frozen=True)
+class InstructionPart:
+    """One instruction file as the model receives it (already headed with path and scope)."""
+
+    path: str
+    scope: str
+    text: str
+
+
+@dataclass(frozen=True)
+class IndexPart:
+    """``MEMORY.md`` as loaded for the model, with the limits it used."""
+
+    text: str
+    lines: int
+    chars: int
+    truncated_by: str | None = None
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class RequestState:
+    """Everything a request is made of. Assembly reads nothing else."""
+
+    model: str
+    max_tokens: int
+    environment: prompts.Environment
+    tools: Sequence[Mapping[str, Any]] = ()
+    messages: Sequence[Mapping[str, Any]] = ()
+    instructions: Sequence[InstructionPart] = ()
+    memdir: str | None = None
+    recall_mode: str = "index"
+    index: IndexPart | None = None
+    today: str = ""
+    maintain_index: bool = True
+    cache: bool = True
+
+
+@dataclass(frozen=True)
+class Part:
+    """A piece of the request, for the budget: which category, what text, what it costs."""
+
+    category: str
+    label: str
+    text: str
+    tokens: int
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AssembledRequest:
+    body: dict[str, Any]
+    parts: tuple[Part, ...]
+
+    @property
+    def breakpoints(self) -> int:
+        return count_breakpoints(self.body)
+
+    def to_json(self) -> str:
+        """The body exactly as serialised for the wire (stable key order)."""
+        return json.dumps(self.body, ensure_ascii=False, indent=None, separators=(",", ":"))
+
+    def to_json_pretty(self) -> str:
+        return json.dumps(self.body, ensure_ascii=False, indent=2)
+
+
+def context_message_text(state: RequestState) -> str:
+    """The body of ``messages[0]``: instructions, the index (index mode) and the date."""
+    sections = [prompts.CONTEXT_PREAMBLE]
+    sections.extend(part.text for part in state.instructions)
+    if state.memdir is not None and state.recall_mode == "index" and state.index is not None:
+        sections.append(prompts.index_block(state.memdir, state.index.text, state.index.warning))
+    if state.today:
+        sections.append(prompts.date_block(state.today))
+    return prompts.system_reminder("\n\n".join(sections))
+
+
+def _system_blocks(state: RequestState) -> list[dict[str, Any]]:
+    static = {"type": "text", "text": prompts.static_system_prompt()}
+    session = {
+        "type": "text",
+        "text": prompts.session_system_prompt(
+            state.environment,
+            memdir=state.memdir,
+            mode=state.recall_mode,
+            maintain_index=state.maintain_index,
+        ),
+    }
+    if state.cache:
+        static["cache_control"] = dict(CACHE)
+        session["cache_control"] = dict(CACHE)
+    return [static, session]
+
+
+def _as_blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [dict(b) for b in content]
+
+
+def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Conversation messages in wire form: metadata stripped, same-role runs merged.
+
+    Merging keeps roles alternating (a meta message before the person's prompt, or a
+    recalled memory after a tool result, joins the user message next to it). Only the
+    tail can change when messages are appended, so earlier wire messages stay stable.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        blocks = _as_blocks(copy.deepcopy(message.get("content", [])))
+        for block in blocks:
+            block.pop("cache_control", None)
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def _mark_last_block(messages: list[dict[str, Any]]) -> None:
+    """Put the moving breakpoint on the last block that can carry one."""
+    for message in reversed(messages):
+        for block in reversed(message["content"]):
+            if block.get("type") in ("thinking", "redacted_thinking"):
+                continue
+            if block.get("type") == "text" and not block.get("text"):
+                continue
+            block["cache_control"] = dict(CACHE)
+            return
+
+
+def assemble(state: RequestState) -> AssembledRequest:
+    """Build the exact request body for ``state``, and the parts it is made of."""
+    system = _system_blocks(state)
+    tools = [dict(t) for t in state.tools]
+    context_block: dict[str, Any] = {"type": "text", "text": context_message_text(state)}
+    if state.cache:
+        context_block["cache_control"] = dict(CACHE)
+    conversation = wire_messages(state.messages)
+    messages = wire_messages([{"role": "user", "content": [context_block]}, *conversation])
+    # wire_messages drops cache_control; restore the context breakpoint after merging.
+    if state.cache:
+        messages[0]["content"][0]["cache_control"] = dict(CACHE)
+        if len(messages) > 1 or len(messages[0]["content"]) > 1:
+            _mark_last_block(messages)
+    body: dict[str, Any] = {
+        "model": state.model,
+        "max_tokens": state.max_tokens,
+        "system": system,
+        "messages": messages,
+    }
+    if tools:
+        body["tools"] = tools
+    return AssembledRequest(body=body, parts=tuple(_parts(state, system, tools)))
+
+
+def _parts(
+    state: RequestState, system: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> list[Part]:
+    parts = [
+        Part("system", "system prompt: identity and tool guidance", system[0]["text"],
+             estimate_tokens(system[0]["text"])),
+        Part("system", "system prompt: environment and memory rules", system[1]["text"],
+             estimate_tokens(system[1]["text"])),
+    ]
+    for tool in tools:
+        parts.append(Part("tools", str(tool.get("name", "?")), json.dumps(tool, ensure_ascii=False),
+                          estimate_tool(tool)))
+    for inst in state.instructions:
+        parts.append(Part("instructions", inst.path, inst.text, estimate_tokens(inst.text),
+                          {"scope": inst.scope}))
+    if state.memdir is not None and state.recall_mode == "index" and state.index is not None:
+        text = prompts.index_block(state.memdir, state.index.text, state.index.warning)
+        parts.append(Part("index", "MEMORY.md", text, estimate_tokens(text), {
+            "lines": state.index.lines, "chars": state.index.chars,
+            "truncated_by": state.index.truncated_by}))
+    frame = prompts.system_reminder(
+        prompts.CONTEXT_PREAMBLE + ("\n\n" + prompts.date_block(state.today) if state.today else "")
+    )
+    parts.append(Part("system", "context preamble and date", frame, estimate_tokens(frame)))
+    for message in state.messages:
+        meta = message.get(META_KEY) or {}
+        tokens = estimate_message(message)
+        if meta.get("kind") == "recall":
+            parts.append(Part("memories", str(meta.get("file", "memory")),
+                              _text_of(message), tokens, dict(meta)))
+        else:
+            parts.append(Part("messages", message["role"], _text_of(message), tokens, dict(meta)))
+    return parts
+
+
+def _text_of(message: Mapping[str, Any]) -> str:
+    from jupyter_memory.context.tokens import content_text
+
+    return content_text(message.get("content", ""))
+
+
+def count_breakpoints(body: Mapping[str, Any]) -> int:
+    """How many ``cache_control`` markers a request body carries, anywhere."""
+
+    def walk(node: Any) -> int:
+        if isinstance(node, Mapping):
+            return int("cache_control" in node) + sum(walk(v) for v in node.values())
+        if isinstance(node, list):
+            return sum(walk(v) for v in node)
+        return 0
+
+    return walk(body)
+
+
+def cached_prefix(body: Mapping[str, Any]) -> str:
+    """The canonical text of the request up to its last-but-one breakpoint.
+
+    That is the part a following turn must repeat byte for byte to read from cache: the
+    last breakpoint moves with the conversation, every earlier one must not.
+    """
+    seq: list[Any] = [("tools", t) for t in body.get("tools", [])]
+    seq += [("system", s) for s in body.get("system", [])]
+    for i, message in enumerate(body.get("messages", [])):
+        for block in message["content"]:
+            seq.append((f"m{i}:{message['role']}", block))
+    marks = [i for i, (_, b) in enumerate(seq) if isinstance(b, Mapping) and "cache_control" in b]
+    if len(marks) < 2:
+        return ""
+    end = marks[-2] + 1
+    return json.dumps(seq[:end], ensure_ascii=False, sort_keys=True)
+
+
+# ---------------------------------------------------------------------------- budget
+
+
+@dataclass(frozen=True)
+class Category:
+    name: str
+    tokens: int
+    items: tuple[Part, ...] = ()
+
+
+@dataclass(frozen=True)
+class ContextReport:
+    """What the next request holds, by category, against the model's window."""
+
+    model: str
+    window: int
+    used: int
+    source: str
+    categories: tuple[Category, ...]
+    thresholds: Thresholds
+    breakpoints: int
+    index: IndexPart | None
+    last_usage: Usage | None
+
+    @property
+    def free(self) -> int:
+        return max(0, self.window - self.used - self.thresholds.autocompact_buffer)
+
+    @property
+    def level(self) -> str:
+        return self.thresholds.level(self.used)
+
+    def to_json(self) -> dict[str, Any]:
+        cats = [
+            {"name": c.name, "tokens": c.tokens, "percent": _pct(c.tokens, self.window),
+             "items": [{"label": p.label, "tokens": p.tokens, **_jsonable(p.meta)} for p in c.items]}
+            for c in self.categories
+        ]
+        cats.append({"name": "autocompact buffer", "tokens": self.thresholds.autocompact_buffer,
+                     "percent": _pct(self.thresholds.autocompact_buffer, self.window), "items": []})
+        cats.append({"name": "free", "tokens": self.free, "percent": _pct(self.free, self.window),
+                     "items": []})
+        return {
+            "model": self.model,
+            "window": self.window,
+            "used": self.used,
+            "percent_used": _pct(self.used, self.window),
+            "source": self.source,
+            "level": self.level,
+            "thresholds": self.thresholds.to_json(),
+            "breakpoints": self.breakpoints,
+            "categories": cats,
+            "index": _index_usage(self.index),
+            "last_usage": self.last_usage.to_json() if self.last_usage else None,
+        }
+
+
+def _index_usage(index: IndexPart | None) -> dict[str, Any] | None:
+    """Lines and characters of ``MEMORY.md`` against the limits that cut what loads."""
+    if index is None:
+        return None
+    from jupyter_memory.memdir.index import MAX_CHARS, MAX_LINES
+
+    return {
+        "lines": index.lines, "max_lines": MAX_LINES,
+        "chars": index.chars, "max_chars": MAX_CHARS,
+        "truncated_by": index.truncated_by,
+    }
+
+
+CATEGORY_ORDER = ("system", "tools", "instructions", "index", "memories", "messages")
+
+
+def _pct(n: int, window: int) -> float:
+    return round(100.0 * n / window, 1) if window else 0.0
+
+
+def _jsonable(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in meta.items() if isinstance(v, (str, int, float, bool, type(None)))}
+
+
+def report(
+    assembled: AssembledRequest,
+    *,
+    index: IndexPart | None = None,
+    last_usage: Usage | None = None,
+    counted_tokens: int | None = None,
+    max_output_tokens: int | None = None,
+) -> ContextReport:
+    """Budget of ``assembled``: estimates per part, corrected by real numbers when known.
+
+    Precedence: an exact count of this request from the count-tokens endpoint when one
+    was asked for, then the last response's real usage (the reference's automatic
+    count), then the offline estimate. With a real total,
+    the difference from the estimates is attributed to the conversation.
+    """
+    model = assembled.body["model"]
+    info = model_info(model)
+    th = thresholds(info, max_output_tokens)
+    by_cat: dict[str, list[Part]] = {name: [] for name in CATEGORY_ORDER}
+    for part in assembled.parts:
+        by_cat.setdefault(part.category, []).append(part)
+    totals = {name: sum(p.tokens for p in items) for name, items in by_cat.items()}
+    estimate = sum(totals.values())
+    source, used = "estimate", estimate
+    real = None
+    if counted_tokens is not None:
+        # Asked for just now (``%context --count``), of this very request: exact, so it
+        # wins over the last response's usage, which describes the request before.
+        real, source = counted_tokens, "count_tokens"
+    elif last_usage is not None and last_usage.total_input > 0:
+        real, source = last_usage.context_tokens, "usage"
+    if real is not None:
+        fixed = estimate - totals["messages"]
+        if real >= fixed:
+            totals["messages"] = real - fixed
+        elif estimate:
+            # The estimate of the fixed parts alone overshoots the real total: scale every
+            # category so they still add up to what the endpoint counted.
+            scale = real / estimate
+            totals = {name: round(tokens * scale) for name, tokens in totals.items()}
+            totals["messages"] += real - sum(totals.values())
+        used = real
+    categories = tuple(Category(name, totals[name], tuple(items)) for name, items in by_cat.items())
+    return ContextReport(
+        model=model,
+        window=info.context_window,
+        used=used,
+        source=source,
+        categories=categories,
+        thresholds=th,
+        breakpoints=assembled.breakpoints,
+        index=index,
+        last_usage=last_usage,
+    )
+
+
+def render_text(rep: ContextReport, *, detail: bool = True) -> str:
+    """The plain-text ``%context`` view: one line per category, then the limits."""
+    data = rep.to_json()
+    width = 28
+    lines = [
+        f"Context for the next request: {rep.model}",
+        f"{rep.used:,} / {rep.window:,} tokens ({data['percent_used']}%) — "
+        f"counted by {_SOURCE_WORDS[rep.source]}",
+        "",
+    ]
+    for cat in data["categories"]:
+        bar = "#" * max(0, round(cat["percent"] / 100 * width))
+        lines.append(f"  {cat['name']:<20} {cat['tokens']:>9,}  {cat['percent']:>5}%  {bar}")
+        if detail:
+            for item in cat["items"]:
+                extra = ""
+                if "age_days" in item:
+                    extra = f"  ({_age(item['age_days'])})"
+                if "scope" in item:
+                    extra = f"  [{item['scope']}]"
+                lines.append(f"      {item['label']:<40} {item['tokens']:>7,}{extra}")
+    th = rep.thresholds
+    lines += [
+        "",
+        f"Levels: warning {th.warning:,} · autocompact {th.autocompact:,} · "
+        f"blocking {th.blocking:,} (effective window {th.effective:,}); now: {rep.level}",
+    ]
+    idx = data["index"]
+    if idx is not None:
+        cut = f", cut by the {idx['truncated_by']} limit" if idx["truncated_by"] else ""
+        lines.append(
+            f"Index MEMORY.md: {idx['lines']} / {idx['max_lines']} lines, "
+            f"{idx['chars']:,} / {idx['max_chars']:,} characters{cut}"
+        )
+    lines.append(f"Cache breakpoints: {rep.breakpoints} of {MAX_BREAKPOINTS}")
+    if rep.last_usage is not None:
+        u = rep.last_usage
+        lines.append(
+            f"Last response: {u.input_tokens:,} input, {u.cache_read_input_tokens:,} cache read, "
+            f"{u.cache_creation_input_tokens:,} cache write, {u.output_tokens:,} output"
+        )
+    return "\n".join(lines)
+
+
+_SOURCE_WORDS = {
+    "estimate": "offline estimate",
+    "usage": "the last response's usage",
+    "count_tokens": "the count-tokens endpoint",
+}
+
+
+def _age(days: int) -> str:
+    from jupyter_memory.memdir.freshness import age_text
+
+    return age_text(days)

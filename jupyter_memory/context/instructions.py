@@ -1,0 +1,763 @@
+"""Instruction memory: the ``CLAUDE.md`` family (SPEC §3).
+
+People write these files; the harness sends them, whole, at the top of every request.
+This module finds them, follows their ``@path`` imports, strips HTML block comments,
+and keeps path-scoped rules and subfolder files aside until the agent reads a file
+they apply to. Order and headers are deterministic because the rendered text sits in
+the cached prompt prefix: the same files on disk must give the same bytes.
+
+See ``docs/instructions.md`` for the rules with a worked example.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from jupyter_memory.errors import ConfigError
+from jupyter_memory.memdir.location import config_base, find_project_root, home_dir
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_IMPORT_DEPTH",
+    "SCOPES",
+    "WARN_CHARS",
+    "InstructionFile",
+    "InstructionSet",
+    "compact_instructions",
+    "find_imports",
+    "load_instructions",
+    "match_glob",
+    "project_instruction_file",
+    "strip_html_comments",
+]
+
+SCOPES = ("managed", "user", "project", "local", "rule")
+MAX_IMPORT_DEPTH = 4  # hops: the file itself is depth 0, its imports 1, ... up to 4
+WARN_CHARS = 40_000  # combined size (UTF-16 code units, as the reference) that earns a warning
+MAX_FILE_BYTES = 5_000_000  # refuse absurd imports (a log file, a dump) rather than hang
+
+_SCOPE_WORDS = {
+    "managed": "organisation policy, set by an administrator for every user",
+    "user": "the user's private global instructions, applied to all projects",
+    "project": "project instructions, kept in the repository and shared with everyone",
+    "local": "the user's private instructions for this project, not checked in",
+    "rule": "project rule from .claude/rules",
+}
+
+
+@dataclass(frozen=True)
+class InstructionFile:
+    """One instruction file as it reaches the model.
+
+    ``text`` is the content after frontmatter (rules only) and HTML block comments
+    are removed. ``imported_from`` is the file whose ``@path`` brought this one in;
+    ``reason`` says in words why it was loaded, for ``%context``. ``globs`` holds the
+    ``paths:`` patterns of a path-scoped rule.
+    """
+
+    path: Path
+    scope: str
+    text: str
+    imported_from: Path | None
+    reason: str
+    globs: tuple[str, ...] = ()
+
+    @property
+    def chars(self) -> int:
+        """Size in UTF-16 code units, the unit of the reference's 40,000 warning."""
+        return _utf16_len(self.text)
+
+
+@dataclass(frozen=True)
+class _PendingRule:
+    """A rule with ``paths:`` that waits for a matching read."""
+
+    path: Path
+    base: Path  # globs are relative to this folder
+    scope: str
+    globs: tuple[str, ...]
+
+
+@dataclass
+class InstructionSet:
+    """The instruction files of one session, and which conditional ones are active."""
+
+    cwd: Path
+    project_root: Path
+    files: list[InstructionFile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    activated: list[InstructionFile] = field(default_factory=list)
+    _loader: _Loader | None = field(default=None, repr=False)
+    _pending: list[_PendingRule] = field(default_factory=list, repr=False)
+    _extra_names: tuple[str, ...] = field(default=(), repr=False)
+    _start_seen: frozenset[Path] = field(default=frozenset(), repr=False)
+    _start_pending: tuple[_PendingRule, ...] = field(default=(), repr=False)
+    _start_rules_seen: frozenset[Path] = field(default=frozenset(), repr=False)
+    _dirs_done: set[Path] = field(default_factory=set, repr=False)
+
+    @property
+    def total_chars(self) -> int:
+        """Combined size of the files loaded at start (UTF-16 code units)."""
+        return sum(f.chars for f in self.files)
+
+    def activate_for(self, path: Path) -> list[InstructionFile]:
+        """Files that reading ``path`` brings in for the first time.
+
+        Path-scoped rules whose globs match come first (in load order), then, for each
+        folder strictly below ``cwd`` down to the read file's folder, that folder's
+        instruction files and rules. Each file is returned once; after a compaction
+        call ``reset_activations`` so the next matching read brings it back.
+        """
+        loader = self._require_loader()
+        target = _absolute(Path(path), self.cwd)
+        out: list[InstructionFile] = []
+        for rule in self._pending:
+            if _rule_matches(rule, target):
+                out += _load_rule(loader, rule, target)
+        for folder in _folders_between(self.cwd, target.parent):
+            if folder not in self._dirs_done:
+                self._dirs_done.add(folder)
+                files, pending = _scan_folder(
+                    loader, folder, self._extra_names, f"on reading {target}"
+                )
+                out += files
+                self._pending += pending
+                for rule in pending:
+                    if _rule_matches(rule, target):
+                        out += _load_rule(loader, rule, target)
+        self.activated += out
+        self._absorb_notes()
+        return out
+
+    def reset_activations(self) -> None:
+        """Forget what was activated (after a compaction dropped it from the context)."""
+        loader = self._require_loader()
+        loader.seen = set(self._start_seen)
+        loader.rules_seen = set(self._start_rules_seen)
+        self.activated.clear()
+        self._dirs_done.clear()
+        self._pending = list(self._start_pending)
+
+    def render_block(self, file: InstructionFile) -> str:
+        """The text of ``file`` as the model receives it: a header naming path and scope."""
+        words = _SCOPE_WORDS.get(file.scope, file.scope)
+        if file.globs:
+            words += ", for files matching " + ", ".join(file.globs)
+        if file.imported_from is not None:
+            words += f"; imported by {file.imported_from}"
+        return f"Contents of {file.path} ({words}):\n\n{file.text.strip()}"
+
+    def render(self, files: Iterable[InstructionFile] | None = None) -> str:
+        """All blocks of ``files`` (default: those loaded at start), blank-line separated."""
+        chosen = self.files if files is None else files
+        return "\n\n".join(self.render_block(f) for f in chosen)
+
+    def reload_file(self, path: Path, scope: str = "project") -> list[InstructionFile]:
+        """Read ``path`` afresh from disk with its imports (after a compaction).
+
+        Independent of what is loaded: the result reflects the disk now, and the set
+        itself is not changed.
+        """
+        loader = _Loader(self._require_loader().home)
+        return loader.load(_absolute(Path(path), self.cwd), scope, "re-read from disk")
+
+    def _require_loader(self) -> _Loader:
+        if self._loader is None:
+            raise RuntimeError(
+                "this InstructionSet was built by hand; create it with load_instructions()"
+            )
+        return self._loader
+
+    def _absorb_notes(self) -> None:
+        loader = self._require_loader()
+        for note in loader.notes:
+            if note not in self.notes:
+                self.notes.append(note)
+        loader.notes.clear()
+
+
+def load_instructions(
+    cwd: Path,
+    *,
+    project_root: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_names: Sequence[str] = (),
+    managed_path: Path | None = None,
+) -> InstructionSet:
+    """Find and read every instruction file that applies at session start.
+
+    Order, lowest scope first: ``managed_path`` (organisation policy), the user's
+    ``<base>/CLAUDE.md`` and ``<base>/rules/**/*.md``, then for each folder from the
+    filesystem root down to ``cwd``: ``CLAUDE.md``, ``.claude/CLAUDE.md``, each of
+    ``extra_names`` (such as ``AGENTS.md``), ``CLAUDE.local.md``, and the rules in
+    ``.claude/rules/`` that have no ``paths:``. Each file is followed by what it imports.
+    """
+    names = _check_extra_names(extra_names)
+    cwd = Path(cwd).expanduser().resolve()
+    root = Path(project_root).expanduser().resolve() if project_root else find_project_root(cwd)
+    base = config_base(env)
+    loader = _Loader(home_dir(env))
+
+    files: list[InstructionFile] = []
+    pending: list[_PendingRule] = []
+    if managed_path is not None:
+        files += loader.load(Path(managed_path).expanduser(), "managed", "organisation policy")
+    files += loader.load(base / "CLAUDE.md", "user", "user instructions")
+    for rule_path in _rule_files(base / "rules"):
+        globs = loader.rule_globs(rule_path)
+        if globs:
+            pending.append(_PendingRule(_normal(rule_path), root, "user", globs))
+        elif globs is not None:
+            files += loader.load(rule_path, "user", "user rule, loaded at start", rule=True)
+    for folder in [*reversed(cwd.parents), cwd]:
+        found, waiting = _scan_folder(loader, folder, names, "at start")
+        files += found
+        pending += waiting
+
+    result = InstructionSet(
+        cwd=cwd,
+        project_root=root,
+        files=files,
+        _loader=loader,
+        _pending=pending,
+        _extra_names=names,
+        _start_seen=frozenset(loader.seen),
+        _start_pending=tuple(pending),
+        _start_rules_seen=frozenset(loader.rules_seen),
+    )
+    result._absorb_notes()
+    if result.total_chars > WARN_CHARS:
+        result.warnings.append(_size_warning(result.files, result.total_chars))
+    return result
+
+
+def compact_instructions(instructions: InstructionSet) -> str | None:
+    """The text of every "Compact Instructions" section in the loaded files.
+
+    A section is a markdown heading (any level, case-insensitive) and everything up to
+    the next heading of the same or a higher level. Used to steer compaction summaries.
+    """
+    parts: list[str] = []
+    for file in [*instructions.files, *instructions.activated]:
+        parts += _compact_sections(file.text)
+    return "\n\n".join(parts) if parts else None
+
+
+def project_instruction_file(instructions: InstructionSet) -> Path | None:
+    """The project-root ``CLAUDE.md`` (or ``.claude/CLAUDE.md``) that exists on disk now.
+
+    This is the file the harness re-reads after a compaction.
+    """
+    root = instructions.project_root
+    for candidate in (root / "CLAUDE.md", root / ".claude" / "CLAUDE.md"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# --------------------------------------------------------------------------- reading files
+
+
+class _Loader:
+    """Reads instruction files once each, following imports; collects notes."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.seen: set[Path] = set()
+        self.rules_seen: set[Path] = set()
+        self.notes: list[str] = []
+
+    def load(
+        self,
+        path: Path,
+        scope: str,
+        reason: str,
+        globs: tuple[str, ...] = (),
+        *,
+        rule: bool = False,
+    ) -> list[InstructionFile]:
+        """``path`` (if it exists and is new) followed by its imports, depth first.
+
+        A rule's frontmatter is metadata for the harness, so it is cut from the text.
+        """
+        return self._load(_normal(path), scope, reason, None, 0, globs, rule)
+
+    def rule_globs(self, path: Path) -> tuple[str, ...] | None:
+        """A rule file's ``paths:`` globs (empty: loads at start), None to skip it."""
+        key = path.resolve()
+        if key in self.rules_seen or key in self.seen:
+            return None
+        self.rules_seen.add(key)
+        text = self._read(path, None)
+        if text is None:
+            return None
+        return _rule_globs(text, path, self.notes)
+
+    def _load(
+        self,
+        path: Path,
+        scope: str,
+        reason: str,
+        importer: Path | None,
+        depth: int,
+        globs: tuple[str, ...],
+        rule: bool = False,
+    ) -> list[InstructionFile]:
+        key = path.resolve()
+        if key in self.seen:
+            if importer is not None:
+                self.notes.append(f"{importer}: import of {path} skipped, already loaded")
+            return []
+        raw = self._read(path, importer)
+        if raw is None:
+            return []
+        self.seen.add(key)
+        text = strip_html_comments(_strip_frontmatter(raw) if rule else raw)
+        if not text.strip():
+            return []
+        entry = InstructionFile(path, scope, text, importer, reason, globs)
+        out = [entry]
+        for token in find_imports(text):
+            target = _import_target(token, path.parent, self.home)
+            if target is None:
+                continue
+            if depth >= MAX_IMPORT_DEPTH:
+                self.notes.append(
+                    f"{path}: @{token} not followed, imports go at most "
+                    f"{MAX_IMPORT_DEPTH} levels deep"
+                )
+                continue
+            out += self._load(target, scope, f"imported by {path}", path, depth + 1, ())
+        return out
+
+    def _read(self, path: Path, importer: Path | None) -> str | None:
+        """Text of ``path``, or None (with a note when an import was wanted)."""
+
+        def skip(why: str) -> None:
+            if importer is not None:
+                self.notes.append(f"{importer}: import of {path} skipped, {why}")
+            else:
+                self.notes.append(f"{path} skipped, {why}")
+
+        try:
+            if not path.is_file():
+                if importer is not None or path.exists():
+                    skip("not found" if not path.exists() else "not a regular file")
+                return None
+            if path.stat().st_size > MAX_FILE_BYTES:
+                skip(f"larger than {MAX_FILE_BYTES:,} bytes")
+                return None
+            data = path.read_bytes()
+        except OSError as exc:
+            skip(f"unreadable ({exc.strerror or exc})")
+            return None
+        if b"\x00" in data:
+            skip("binary file")
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            skip("not UTF-8 text")
+            return None
+        return text.removeprefix("\ufeff")
+
+
+def _scan_folder(
+    loader: _Loader, folder: Path, names: tuple[str, ...], when: str
+) -> tuple[list[InstructionFile], list[_PendingRule]]:
+    """One folder's files in order, and its rules that wait for a matching read."""
+    files: list[InstructionFile] = []
+    for name, scope in (
+        ("CLAUDE.md", "project"),
+        (".claude/CLAUDE.md", "project"),
+        *((n, "project") for n in names),
+        ("CLAUDE.local.md", "local"),
+    ):
+        label = "private project instructions" if scope == "local" else "project instructions"
+        files += loader.load(folder / name, scope, f"{label}, loaded {when}")
+    pending: list[_PendingRule] = []
+    for rule_path in _rule_files(folder / ".claude" / "rules"):
+        globs = loader.rule_globs(rule_path)
+        if globs:
+            pending.append(_PendingRule(_normal(rule_path), folder, "rule", globs))
+        elif globs is not None:
+            files += loader.load(
+                rule_path, "rule", f"rule without paths:, loaded {when}", rule=True
+            )
+    return files, pending
+
+
+def _rule_files(rules_dir: Path) -> list[Path]:
+    """Every ``*.md`` under ``rules_dir``, sorted by relative path (symlinked dirs not entered)."""
+    if not rules_dir.is_dir():
+        return []
+    found: list[tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(rules_dir):
+        dirnames.sort()
+        for name in filenames:
+            if name.endswith(".md"):
+                full = Path(dirpath) / name
+                found.append((full.relative_to(rules_dir).as_posix(), full))
+    return [p for _, p in sorted(found)]
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
+_IMPORT = re.compile(r"(?<!\S)@((?:[^\s\\]|\\ )+)")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_TRAILING_PUNCT = ".,;:!?)]}'\""
+
+
+def _fence_flags(lines: list[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (delimiters included)."""
+    flags: list[bool] = []
+    fence: str | None = None
+    for line in lines:
+        if fence is None:
+            m = _FENCE_OPEN.match(line)
+            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                fence = m.group(1)
+                flags.append(True)
+            else:
+                flags.append(False)
+        else:
+            flags.append(True)
+            stripped = line.strip()
+            if (
+                len(line) - len(line.lstrip(" ")) <= 3
+                and stripped
+                and set(stripped) == {fence[0]}
+                and len(stripped) >= len(fence)
+            ):
+                fence = None
+    return flags
+
+
+def strip_html_comments(text: str) -> str:
+    """Remove HTML comments that start a line (block comments), outside code blocks.
+
+    Text after ``-->`` on the closing line is kept; a comment that never closes is
+    left alone rather than swallowing the rest of the file; comments inside a line of
+    prose are kept as they are.
+    """
+    lines = text.splitlines(keepends=True)
+    flags = _fence_flags(lines)
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if flags[i] or not _COMMENT_OPEN.match(line):
+            out.append(line)
+            i += 1
+            continue
+        start = line.index("<!--") + 4
+        end_line, end_col = i, line.find("-->", start)
+        while end_col < 0 and end_line + 1 < len(lines):
+            end_line += 1
+            end_col = lines[end_line].find("-->")
+        if end_col < 0:  # unclosed: keep everything
+            out.append(line)
+            i += 1
+            continue
+        residue = lines[end_line][end_col + 3 :]
+        if residue.strip():
+            out.append(residue.lstrip(" \t"))
+        i = end_line + 1
+    return "".join(out)
+
+
+def _mask_code(text: str) -> str:
+    """``text`` with fenced blocks and inline code spans blanked out (same length)."""
+    lines = text.splitlines(keepends=True)
+    flags = _fence_flags(lines)
+    masked = "".join(
+        re.sub(r"[^\n]", " ", line) if fenced else line
+        for line, fenced in zip(lines, flags, strict=True)
+    )
+    chars = list(masked)
+    i, n = 0, len(masked)
+    while i < n:
+        if masked[i] != "`":
+            i += 1
+            continue
+        run = i
+        while run < n and masked[run] == "`":
+            run += 1
+        width = run - i
+        para_end = _paragraph_end(masked, run)
+        close = _closing_run(masked, run, para_end, width)
+        if close < 0:
+            i = run
+            continue
+        for k in range(i, close + width):
+            if chars[k] != "\n":
+                chars[k] = " "
+        i = close + width
+    return "".join(chars)
+
+
+def _paragraph_end(text: str, start: int) -> int:
+    m = re.compile(r"\n[ \t]*\n").search(text, start)
+    return m.start() if m else len(text)
+
+
+def _closing_run(text: str, start: int, stop: int, width: int) -> int:
+    """Index of the next backtick run of exactly ``width`` in ``text[start:stop]``, or -1."""
+    i = start
+    while i < stop:
+        if text[i] != "`":
+            i += 1
+            continue
+        j = i
+        while j < stop and text[j] == "`":
+            j += 1
+        if j - i == width and (j >= len(text) or text[j] != "`"):
+            return i
+        i = j
+    return -1
+
+
+def find_imports(text: str) -> list[str]:
+    """The ``@path`` tokens of ``text`` in order, outside code spans and fenced blocks.
+
+    The ``@`` must start a token (so ``ana@example.com`` is not an import); ``\\ ``
+    escapes a space in a path. Tokens that cannot be paths (``@``, ``@@x``, ``@#x``)
+    are left out.
+    """
+    tokens: list[str] = []
+    for m in _IMPORT.finditer(_mask_code(text)):
+        if m.start() > 0 and not text[m.start() - 1].isspace():
+            continue  # glued to a code span, as in `x`@y
+        token = m.group(1).replace("\\ ", " ")
+        if _looks_like_path(token):
+            tokens.append(token)
+    return tokens
+
+
+def _looks_like_path(token: str) -> bool:
+    if token.startswith(("./", "../", "~/")):
+        return True
+    if token.startswith("/"):
+        return len(token) > 1
+    return bool(re.match(r"[A-Za-z0-9._-]", token)) and token not in (".", "..")
+
+
+def _import_target(token: str, folder: Path, home: Path) -> Path | None:
+    """The file an import token names; trailing punctuation is dropped if that helps."""
+    raw = token.split("#", 1)[0]
+    if not raw:
+        return None
+    candidates = [raw]
+    trimmed = raw.rstrip(_TRAILING_PUNCT)
+    if trimmed and trimmed != raw:
+        candidates.append(trimmed)
+    paths = []
+    for cand in candidates:
+        if cand.startswith("~/"):
+            p = home / cand[2:]
+        elif cand.startswith("/"):
+            p = Path(cand)
+        else:
+            p = folder / cand
+        paths.append(_normal(p))
+    for p in paths:
+        if p.exists():
+            return p
+    return paths[0]
+
+
+def _strip_frontmatter(text: str) -> str:
+    header = _frontmatter_span(text)
+    return text if header is None else text[header[1] :]
+
+
+def _frontmatter_span(text: str) -> tuple[str, int] | None:
+    """(YAML header, index where the body starts), or None when there is no header."""
+    if not (text.startswith("---\n") or text.startswith("---\r\n")):
+        return None
+    lines = text.splitlines(keepends=True)
+    offset = len(lines[0])
+    for line in lines[1:]:
+        if line.rstrip("\r\n").rstrip() == "---":
+            header = text[len(lines[0]) : offset]
+            return header, offset + len(line)
+        offset += len(line)
+    return None
+
+
+def _rule_globs(text: str, path: Path, notes: list[str]) -> tuple[str, ...]:
+    """The ``paths:`` patterns of a rule; empty means the rule loads at start."""
+    span = _frontmatter_span(text)
+    if span is None:
+        return ()
+    try:
+        data = yaml.safe_load(span[0])
+    except yaml.YAMLError:
+        notes.append(f"{path}: frontmatter is not valid YAML; loaded as a rule without paths:")
+        return ()
+    value = data.get("paths") if isinstance(data, dict) else None
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, list):
+        items = [str(v) for v in value if v is not None]
+    else:
+        notes.append(
+            f"{path}: paths: should be a glob or a list of globs; loaded as a rule without paths:"
+        )
+        return ()
+    globs = tuple(g.strip() for g in items if g.strip())
+    if all(g in ("**", "**/*") for g in globs):
+        return ()  # matches everything: the same as no paths
+    return globs
+
+
+def _compact_sections(text: str) -> list[str]:
+    lines = text.splitlines()
+    flags = _fence_flags(lines)
+    sections: list[str] = []
+    level: int | None = None
+    body: list[str] = []
+    for line, fenced in zip(lines, flags, strict=True):
+        m = None if fenced else _HEADING.match(line)
+        if m and level is not None and len(m.group(1)) <= level:
+            sections.append("\n".join(body).strip())
+            level, body = None, []
+        if level is not None:
+            body.append(line)
+        elif m and (m.group(2) or "").strip().lower() == "compact instructions":
+            level = len(m.group(1))
+    if level is not None:
+        sections.append("\n".join(body).strip())
+    return [s for s in sections if s]
+
+
+# --------------------------------------------------------------------------- globs
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a gitignore-style glob to a regex over posix relative paths."""
+    p = pattern.strip().removeprefix("./")
+    dir_only = p.endswith("/")
+    p = p.rstrip("/")
+    if "/" not in p:
+        p = "**/" + p  # a bare name matches at any depth
+    p = p.lstrip("/")
+    out: list[str] = []
+    i = 0
+    while i < len(p):
+        if p.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif p.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif p[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif p[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif p[i] == "[" and "]" in p[i + 2 :]:
+            close = p.index("]", i + 2)
+            inner = p[i + 1 : close]
+            if inner.startswith("!"):
+                inner = "^" + inner[1:]
+            out.append("[" + inner.replace("\\", "\\\\") + "]")
+            i = close + 1
+        else:
+            out.append(re.escape(p[i]))
+            i += 1
+    suffix = "/.*" if dir_only else "(?:/.*)?"  # a matching folder covers what is inside
+    return re.compile("".join(out) + suffix + r"\Z", re.DOTALL)
+
+
+def match_glob(pattern: str, relpath: str) -> bool:
+    """Whether a posix relative path matches a ``paths:`` glob.
+
+    ``*`` and ``?`` stay inside one folder, ``**/`` spans zero or more folders, a
+    pattern without ``/`` matches the name at any depth, and a pattern that names a
+    folder matches everything inside it (as in ``.gitignore``).
+    """
+    return bool(_glob_regex(pattern).match(relpath))
+
+
+def _rule_matches(rule: _PendingRule, target: Path) -> bool:
+    try:
+        rel = target.relative_to(rule.base).as_posix()
+    except ValueError:
+        return False
+    return any(match_glob(g, rel) for g in rule.globs)
+
+
+def _load_rule(loader: _Loader, rule: _PendingRule, target: Path) -> list[InstructionFile]:
+    reason = f"rule for {', '.join(rule.globs)}, activated by reading {target}"
+    return loader.load(rule.path, rule.scope, reason, rule.globs, rule=True)
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def _normal(path: Path) -> Path:
+    """Absolute, with ``..`` collapsed, without following symlinks (for display)."""
+    return Path(os.path.normpath(os.path.abspath(path)))
+
+
+def _absolute(path: Path, cwd: Path) -> Path:
+    path = path.expanduser()
+    return (path if path.is_absolute() else cwd / path).resolve()
+
+
+def _folders_between(cwd: Path, folder: Path) -> list[Path]:
+    """Folders strictly below ``cwd`` down to ``folder``, shallow first."""
+    try:
+        rel = folder.relative_to(cwd)
+    except ValueError:
+        return []
+    out: list[Path] = []
+    current = cwd
+    for part in rel.parts:
+        current = current / part
+        out.append(current)
+    return out
+
+
+def _check_extra_names(names: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(names, str):
+        names = (names,)
+    out: list[str] = []
+    for name in names:
+        if not name or "/" in name or "\\" in name or name in (".", ".."):
+            raise ConfigError(
+                f"extra instruction file name {name!r} is not a plain file name; "
+                "pass names such as 'AGENTS.md' or 'GEMINI.md'"
+            )
+        if name not in ("CLAUDE.md", "CLAUDE.local.md") and name not in out:
+            out.append(name)
+    return tuple(out)
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _size_warning(files: list[InstructionFile], total: int) -> str:
+    largest = sorted(files, key=lambda f: (-f.chars, str(f.path)))[:3]
+    listed = ", ".join(f"{f.path} ({f.chars:,})" for f in largest)
+    return (
+        f"Instruction files add up to {total:,} characters, over the {WARN_CHARS:,} "
+        f"that earns a warning; all of it is sent with every request. Largest: {listed}. "
+        "Move detail into rules with paths: (loaded only when matching files are read) "
+        "or trim these files."
+    )

@@ -1,0 +1,1 @@
+"""Storage: where memory lives and the one write path (SPEC §2)."""

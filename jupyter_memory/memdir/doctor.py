@@ -1,0 +1,499 @@
+"""Checking and repairing a memdir (SPEC §10 weak points 1 and 2).
+
+:func:`doctor` reports what would make memories invisible or confusing: topic files the
+index does not point at ("ghosts" that index-mode recall never sees), pointers to files
+that are gone, duplicate names and descriptions, an index at or past its load limits,
+files that cannot be read or decoded, and project memdirs whose project folder no longer
+exists (the key is the project path, so a moved project loses its memories).
+
+:func:`repair` fixes only what is safe to fix: it adds and removes index lines and, when
+asked, moves an orphaned project memdir into the current one. It never deletes or
+overwrites a topic file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat as stat_mod
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from jupyter_memory.errors import InvalidPath
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.fsutil import atomic_write, is_temp_file
+from jupyter_memory.memdir.guard import find_secrets
+from jupyter_memory.memdir.index import (
+    INDEX_NAME,
+    check,
+    edit_entries,
+    format_entry,
+    normalize_file,
+    parse_index,
+    upsert_entry,
+)
+from jupyter_memory.memdir.location import (
+    MEMORY_DIRNAME,
+    REGISTRY_FILENAME,
+    iter_project_dirs,
+    record_project_root,
+)
+from jupyter_memory.memdir.record import Memory
+from jupyter_memory.memdir.scan import list_files
+from jupyter_memory.memdir.store import MemoryStore
+
+__all__ = [
+    "Finding",
+    "RepairReport",
+    "doctor",
+    "frontmatter_description",
+    "orphaned_projects",
+    "repair",
+]
+
+Severity = Literal["error", "warning", "info"]
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in a memdir."""
+
+    code: str
+    severity: Severity
+    file: str | None
+    message: str
+    fixable: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "file": self.file,
+            "message": self.message,
+            "fixable": self.fixable,
+        }
+
+
+@dataclass
+class RepairReport:
+    """What :func:`repair` changed, and the findings it left for a person."""
+
+    fixed: list[str] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (from path, to file)
+    left: list[Finding] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.fixed or self.moved)
+
+    def summary(self) -> str:
+        """The report as lines for people: what was fixed, then what is left."""
+        lines = [f"fixed: {item}" for item in self.fixed] or ["Nothing needed fixing."]
+        lines += [f"left:  {f.severity} {f.code}: {f.message}" for f in self.left]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fixed": list(self.fixed),
+            "moved": [{"from": src, "to": dst} for src, dst in self.moved],
+            "left": [finding.to_json() for finding in self.left],
+        }
+
+
+# --------------------------------------------------------------------------- doctor
+
+
+def _read_full(path: Path) -> tuple[str | None, str | None, bool]:
+    """(text, read error, valid UTF-8) for a whole file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, exc.strerror or type(exc).__name__, False
+    try:
+        return raw.decode("utf-8"), None, True
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), None, False
+
+
+def _file_findings(memory: Memory) -> tuple[list[Finding], frontmatter.Document | None]:
+    text, error, utf8 = _read_full(memory.path)
+    if text is None:
+        return [
+            Finding(
+                "unreadable",
+                "error",
+                memory.file,
+                f"{memory.file} cannot be read ({error}). Check its permissions.",
+            )
+        ], None
+    found: list[Finding] = []
+    if not utf8:
+        found.append(
+            Finding(
+                "not_utf8",
+                "error",
+                memory.file,
+                f"{memory.file} is not valid UTF-8, so the store will not edit it. Convert it "
+                "(for example `iconv -f latin1 -t utf-8`) and save it again.",
+            )
+        )
+    doc = frontmatter.parse(text)
+    if doc.error:
+        found.append(
+            Finding(
+                "malformed_frontmatter",
+                "warning",
+                memory.file,
+                f"{memory.file}: {doc.error}. Fix the header between the '---' lines so the "
+                "name, description and type read back as written.",
+            )
+        )
+    elif doc.has_frontmatter and not frontmatter_description(doc):
+        found.append(
+            Finding(
+                "no_description",
+                "info",
+                memory.file,
+                f"{memory.file} has no description; relevance recall sees only descriptions, "
+                "so it will never select this memory.",
+            )
+        )
+    if doc.has_frontmatter and memory.type is not None and not memory.type_known:
+        found.append(
+            Finding(
+                "unknown_type",
+                "info",
+                memory.file,
+                f"{memory.file} has type {memory.type!r}; the known types are user, feedback, "
+                "project and reference.",
+            )
+        )
+    return found, doc
+
+
+def frontmatter_description(doc: frontmatter.Document) -> str | None:
+    value = doc.get("description")
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    text = " ".join(str(value).split())
+    return text or None
+
+
+def _index_findings(store: MemoryStore, files: set[str]) -> list[Finding]:
+    text = store.read_index()
+    found: list[Finding] = []
+    result = check(text)
+    if result.status == "over":
+        found.append(Finding("index_over_limit", "error", INDEX_NAME, result.message or ""))
+    elif result.status == "near":
+        found.append(Finding("index_near_limit", "warning", INDEX_NAME, result.message or ""))
+    index = parse_index(text)
+    seen: dict[str, int] = {}
+    for entry in index.entries:
+        target = normalize_file(entry.file)
+        seen[target] = seen.get(target, 0) + 1
+        if seen[target] == 2:
+            found.append(
+                Finding(
+                    "duplicate_pointer",
+                    "warning",
+                    target,
+                    f"{INDEX_NAME} points at {target} more than once (line {entry.line}); "
+                    "repair keeps the first line.",
+                    fixable=True,
+                )
+            )
+        if seen[target] > 1 or target in files:
+            continue
+        try:
+            path = store.resolve(target)
+            reason = "does not exist" if not path.exists() else "is not a memory file"
+        except InvalidPath as exc:
+            reason = f"is not a valid memory path ({exc})"
+        found.append(
+            Finding(
+                "dangling_pointer",
+                "warning",
+                target,
+                f"{INDEX_NAME} line {entry.line} points at {target}, which {reason}; the "
+                "model is shown a memory it cannot read. Repair removes the line.",
+                fixable=True,
+            )
+        )
+    return found
+
+
+def _duplicates(memories: list[Memory], docs: dict[str, frontmatter.Document]) -> list[Finding]:
+    by_name: dict[str, list[str]] = defaultdict(list)
+    by_description: dict[str, list[str]] = defaultdict(list)
+    for memory in memories:
+        doc = docs.get(memory.file)
+        if doc is None or not doc.has_frontmatter:
+            continue
+        name = doc.get("name")
+        if isinstance(name, str) and name.strip():
+            by_name[name.strip().casefold()].append(memory.file)
+        description = frontmatter_description(doc)
+        if description:
+            by_description[description.casefold()].append(memory.file)
+    found: list[Finding] = []
+    for files in by_name.values():
+        if len(files) > 1:
+            files = sorted(files)
+            found.append(
+                Finding(
+                    "duplicate_name",
+                    "warning",
+                    files[0],
+                    f"{len(files)} memories share one name: {', '.join(files)}. Merge them "
+                    "or rename one, so 'show' and 'forget' can tell them apart.",
+                )
+            )
+    for files in by_description.values():
+        if len(files) > 1:
+            files = sorted(files)
+            found.append(
+                Finding(
+                    "duplicate_description",
+                    "warning",
+                    files[0],
+                    f"{len(files)} memories have the same description: {', '.join(files)}. "
+                    "Recall chooses by description, so it cannot tell them apart; merge them "
+                    "or make each description say what is special about it.",
+                )
+            )
+    return found
+
+
+def orphaned_projects(
+    env: Mapping[str, str] | None = None, *, exclude: Path | None = None
+) -> list[tuple[Path, Path]]:
+    """``(memdir, recorded project root)`` of project memdirs whose project folder is gone.
+
+    Only folders with a recorded root can be judged (the store records it on its first
+    write); a memdir with no topic file left is not reported.
+    """
+    skip = os.path.realpath(exclude) if exclude is not None else None
+    found = []
+    for project_dir, root in iter_project_dirs(env):
+        memdir = project_dir / MEMORY_DIRNAME
+        if root is None or root.exists() or not memdir.is_dir():
+            continue
+        if skip is not None and os.path.realpath(memdir) == skip:
+            continue
+        if list_files(memdir):
+            found.append((memdir, root))
+    return found
+
+
+def _project_findings(store: MemoryStore, env: Mapping[str, str] | None) -> list[Finding]:
+    here = store.location.project_root if store.location is not None else None
+    found = []
+    for memdir, root in orphaned_projects(env, exclude=store.memdir):
+        count = len(list_files(memdir))
+        likely = ""
+        if here is not None and here.name == root.name:
+            likely = f" It has the same folder name as this project ({here}), so it may be this project before a move."
+        found.append(
+            Finding(
+                "orphaned_project",
+                "warning",
+                str(memdir),
+                f"{count} memories in {memdir} belong to {root}, which no longer exists (the "
+                f"project was moved, renamed or deleted).{likely} To bring them here, run "
+                f"`jupyter-memory repair --reattach {memdir}` in the project's new folder.",
+            )
+        )
+    return found
+
+
+def doctor(
+    store: MemoryStore,
+    *,
+    env: Mapping[str, str] | None = None,
+    check_projects: bool = True,
+) -> list[Finding]:
+    """Every problem found in the store's memdir (and orphaned project memdirs), worst first."""
+    memories = store.list()
+    findings: list[Finding] = []
+    docs: dict[str, frontmatter.Document] = {}
+    for memory in memories:
+        found, doc = _file_findings(memory)
+        findings.extend(found)
+        if doc is not None:
+            docs[memory.file] = doc
+        if not memory.indexed:
+            findings.append(
+                Finding(
+                    "orphan_file",
+                    "warning",
+                    memory.file,
+                    f"{memory.file} has no line in {INDEX_NAME}, so recall from the index never "
+                    "shows it. Repair adds a pointer line built from its name and description.",
+                    fixable=True,
+                )
+            )
+    findings.extend(_duplicates(memories, docs))
+    findings.extend(_index_findings(store, {m.file for m in memories}))
+    findings.extend(
+        Finding(
+            "stale_temp_file",
+            "info",
+            rel,
+            f"{rel} is the temporary file of a write that was interrupted over an hour ago; "
+            "it holds no memory. Repair deletes it.",
+            fixable=True,
+        )
+        for rel in _stale_temp_files(store.memdir)
+    )
+    if check_projects:
+        findings.extend(_project_findings(store, env))
+    findings.sort(key=lambda f: (_SEVERITY_ORDER[f.severity], f.code, f.file or ""))
+    return findings
+
+
+#: Temporary files younger than this may belong to a write in progress in another kernel.
+STALE_TEMP_SECONDS = 3600
+
+
+def _stale_temp_files(memdir: Path, now: float | None = None) -> list[str]:
+    """Leftover ``.name.*.tmp`` files of interrupted atomic writes, oldest first."""
+    now = time.time() if now is None else now
+    found: list[tuple[float, str]] = []
+    for folder, dirs, names in os.walk(memdir):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if not is_temp_file(name):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat_mod.S_ISREG(st.st_mode) and now - st.st_mtime > STALE_TEMP_SECONDS:
+                found.append((st.st_mtime, os.path.relpath(path, memdir).replace(os.sep, "/")))
+    return [rel for _, rel in sorted(found)]
+
+
+# --------------------------------------------------------------------------- repair
+
+
+def _free_name(memdir: Path, rel: str) -> str:
+    """``rel``, or ``<stem>_reattached[_N].md`` when that file already exists."""
+    if not (memdir / rel).exists():
+        return rel
+    stem, _, _ = rel.rpartition(".")
+    n = 1
+    while True:
+        candidate = f"{stem}_reattached{'' if n == 1 else f'_{n}'}.md"
+        if not (memdir / candidate).exists():
+            return candidate
+        n += 1
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    try:
+        return a.stat().st_size == b.stat().st_size and a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
+def _reattach(store: MemoryStore, source: Path, report: RepairReport) -> None:
+    """Move the topic files of ``source`` into the store and carry their index lines over."""
+    if (source / MEMORY_DIRNAME).is_dir() and not (source / INDEX_NAME).exists():
+        source = source / MEMORY_DIRNAME
+    if not source.is_dir():
+        raise InvalidPath(f"{source} is not a folder; give the orphaned memdir to reattach.")
+    real_source = os.path.realpath(source)
+    real_target = os.path.realpath(store.memdir)
+    if real_source == real_target:
+        raise InvalidPath(f"{source} is this project's own memdir; there is nothing to reattach.")
+    if real_target.startswith(real_source + os.sep) or real_source.startswith(real_target + os.sep):
+        raise InvalidPath(f"{source} and {store.memdir} are nested; choose a separate memdir.")
+    old_index = parse_index(MemoryStore(source).read_index())
+    index_text = store.read_index_for_edit()
+    before = index_text
+    for entry in sorted(list_files(source), key=lambda f: f.file):
+        target_rel = entry.file
+        target = store.memdir / target_rel
+        if target.exists() and _same_bytes(entry.path, target):
+            report.fixed.append(f"{entry.file} was already here with the same content; kept once")
+            continue
+        target_rel = _free_name(store.memdir, target_rel)
+        target = store.memdir / target_rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(entry.path), str(target))
+        report.moved.append((str(entry.path), target_rel))
+        pointer = old_index.find(entry.file)
+        if pointer is not None and parse_index(index_text).find(target_rel) is None:
+            index_text = upsert_entry(index_text, target_rel, pointer.title, pointer.hook)
+    if index_text != before:
+        atomic_write(store.index_path, index_text.encode("utf-8", errors="surrogateescape"))
+    if report.moved:
+        report.fixed.append(
+            f"moved {len(report.moved)} memories from {source} into {store.memdir}; "
+            f"its old {INDEX_NAME} was left in place"
+        )
+    location = store.location
+    registry = source.parent / REGISTRY_FILENAME
+    if location is not None and source.name == MEMORY_DIRNAME and registry.exists():
+        # what is left there (the old index, identical copies) now belongs to this project
+        record_project_root(source.parent, location.project_root)
+        report.fixed.append(f"recorded {location.project_root} as the project of {source.parent}")
+
+
+def repair(
+    store: MemoryStore,
+    *,
+    reattach_from: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RepairReport:
+    """Fix what is safe and return what was done and what is left.
+
+    Adds pointer lines for orphan files (title from ``name``, hook from ``description``),
+    removes pointers to missing files and duplicate pointer lines, and with
+    ``reattach_from`` moves an orphaned memdir's files here first (a file that already
+    exists is never overwritten: identical content is kept once, different content is
+    moved in under a ``_reattached`` name). No topic file is ever deleted.
+    """
+    report = RepairReport()
+    with store.writing():
+        if reattach_from is not None:
+            _reattach(store, Path(reattach_from), report)
+        memories = store.list()
+        files = {m.file for m in memories}
+        before = store.read_index_for_edit()
+        index = parse_index(before)
+        counts: dict[str, int] = defaultdict(int)
+        for entry in index.entries:
+            counts[normalize_file(entry.file)] += 1
+        for target, count in counts.items():
+            if target in files and count > 1:
+                report.fixed.append(f"removed {count - 1} duplicate pointer line(s) for {target}")
+        missing = [target for target in counts if target not in files]
+        for target in missing:
+            report.fixed.append(f"removed the pointer to missing file {target}")
+        add = []
+        for memory in sorted(memories, key=lambda m: m.file):
+            if memory.indexed or counts.get(memory.file):
+                continue
+            line = format_entry(memory.name, memory.file, memory.description or "")
+            if find_secrets(line):
+                continue  # doctor keeps reporting it; a person must look at this file
+            add.append((memory.file, memory.name, memory.description or ""))
+            report.fixed.append(f"added a pointer line for {memory.file}")
+        text = edit_entries(before, remove=missing, dedupe=True, add=add)
+        for rel in _stale_temp_files(store.memdir):
+            with contextlib.suppress(FileNotFoundError):
+                (store.memdir / rel).unlink()
+                report.fixed.append(f"deleted {rel}, the leftover of an interrupted write")
+        if text != before:
+            atomic_write(store.index_path, text.encode("utf-8", errors="surrogateescape"))
+    report.left = doctor(store, env=env)
+    return report

@@ -1,0 +1,149 @@
+"""The memory record: what the scanner, the store and every front end pass around.
+
+A :class:`Memory` describes one topic file of a memdir as read from its frontmatter and
+its ``stat``. It is tolerant by design: a file with no frontmatter, no ``type`` or an
+unknown ``type`` is still a memory (``name`` falls back to the file stem).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from jupyter_memory.memdir.freshness import age_days as _age_days
+from jupyter_memory.memdir.frontmatter import Document
+
+__all__ = [
+    "MEMORY_TYPES",
+    "PROVENANCES",
+    "PROVENANCE_FIELD",
+    "Memory",
+    "iso_utc",
+]
+
+MEMORY_TYPES = ("user", "feedback", "project", "reference")
+"""The four kinds of memory (SPEC §2); other values are kept but flagged unknown."""
+
+PROVENANCES = ("user", "agent", "extraction", "import")
+"""Who wrote a memory: a person, the main agent, the extraction agent, or an import."""
+
+PROVENANCE_FIELD = "origin"
+"""Frontmatter key recording provenance (top level when flat, under ``metadata:`` when nested)."""
+
+
+def iso_utc(timestamp: float) -> str:
+    """A POSIX timestamp as ISO 8601 UTC with milliseconds and ``Z``, like JavaScript's
+    ``Date.toISOString()`` that the reference writes in its manifests."""
+    moment = datetime.fromtimestamp(timestamp, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _text(value: Any) -> str | None:
+    """A header value as one stripped string, or ``None`` for absent, empty or structured values."""
+    if value is None or isinstance(value, (dict, list, tuple, set, bytes)):
+        return None
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, (datetime, date)):
+        text = value.isoformat()
+    else:
+        text = str(value)
+    text = text.strip()
+    return text or None
+
+
+@dataclass
+class Memory:
+    """One topic file of a memdir.
+
+    ``file`` is the path relative to the memdir with ``/`` separators, ``path`` the
+    absolute path. ``type`` is kept as written (``None`` when missing); check
+    :attr:`type_known` before trusting it. ``provenance`` comes from the ``origin`` field
+    (``user | agent | extraction | import``; ``None`` for files that predate it).
+    ``error`` carries a frontmatter problem that was recovered from.
+    """
+
+    file: str
+    path: Path
+    name: str
+    description: str | None
+    type: str | None
+    mtime: float
+    age_days: int
+    bytes: int
+    indexed: bool
+    shape: str
+    origin_session_id: str | None = None
+    provenance: str | None = None
+    error: str | None = None
+
+    @property
+    def type_known(self) -> bool:
+        """Whether ``type`` is one of :data:`MEMORY_TYPES`."""
+        return self.type in MEMORY_TYPES
+
+    @property
+    def mtime_iso(self) -> str:
+        return iso_utc(self.mtime)
+
+    @classmethod
+    def from_document(
+        cls,
+        file: str | os.PathLike[str],
+        path: str | os.PathLike[str],
+        doc: Document,
+        stat: os.stat_result,
+        indexed: bool,
+        *,
+        now: float | None = None,
+    ) -> Memory:
+        """Build the record from a parsed file and its ``os.stat`` result.
+
+        ``file`` may be given with the platform's separators; it is stored with ``/``.
+        ``now`` (a POSIX timestamp) fixes the clock for ``age_days``.
+        """
+        rel = PurePosixPath(*Path(file).parts).as_posix()
+        name = _text(doc.get("name")) or PurePosixPath(rel).stem
+        kind = _text(doc.get("type"))
+        return cls(
+            file=rel,
+            path=Path(path),
+            name=name,
+            description=_text(doc.get("description")),
+            type=kind.lower() if kind and kind.lower() in MEMORY_TYPES else kind,
+            mtime=stat.st_mtime,
+            age_days=_age_days(stat.st_mtime, now),
+            bytes=stat.st_size,
+            indexed=indexed,
+            shape=doc.shape,
+            origin_session_id=_text(doc.get("originSessionId")),
+            provenance=_provenance(doc.get(PROVENANCE_FIELD)),
+            error=doc.error,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented JSON record (``mtime`` as ISO 8601 UTC); stable key order."""
+        return {
+            "file": self.file,
+            "name": self.name,
+            "description": self.description,
+            "type": self.type,
+            "mtime": iso_utc(self.mtime),
+            "age_days": self.age_days,
+            "bytes": self.bytes,
+            "indexed": self.indexed,
+            "shape": self.shape,
+            "origin_session_id": self.origin_session_id,
+            "provenance": self.provenance,
+            "error": self.error,
+        }
+
+
+def _provenance(value: Any) -> str | None:
+    text = _text(value)
+    if text is None:
+        return None
+    return text.lower() if text.lower() in PROVENANCES else text

@@ -1,0 +1,320 @@
+"""Scanning a memdir: every topic file's frontmatter, newest first (SPEC §4 B).
+
+A scan lists the files with ``stat`` only, sorts them by modification time, keeps the
+newest ``limit`` and reads the first 30 lines of just those. A :class:`ScanCache` keeps
+each parsed head keyed on path, ``mtime_ns`` and size, so scanning an unchanged memdir
+again (every turn of the agent, every ``%memory``) costs one ``stat`` per file and no
+reads. Nothing here raises for a bad file: an unreadable file is listed with an ``error``
+and bytes that are not UTF-8 are shown as U+FFFD (``doctor`` reports them), because a
+memory that silently vanishes from the list is worse.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from jupyter_memory.memdir.freshness import age_days
+from jupyter_memory.memdir.frontmatter import Document, parse
+from jupyter_memory.memdir.fsutil import read_head
+from jupyter_memory.memdir.index import INDEX_NAME, Index, normalize_file, parse_index
+from jupyter_memory.memdir.record import Memory, iso_utc
+
+__all__ = [
+    "HEAD_LINES",
+    "SCAN_LIMIT",
+    "FileStat",
+    "ScanCache",
+    "describe",
+    "list_files",
+    "manifest",
+    "manifest_line",
+    "read_document",
+    "read_index",
+    "scan",
+]
+
+HEAD_LINES = 30
+"""Lines read from each file: enough for any real frontmatter."""
+SCAN_LIMIT = 200
+"""Most files a scan returns (the newest), as the reference's relevance selector sees."""
+
+
+class FileStat:
+    """A topic file found by the walk: its memdir-relative name, absolute path and ``stat``.
+
+    Plain strings, not ``Path`` objects: building thousands of ``Path`` objects would cost
+    more than the ``stat`` calls themselves.
+    """
+
+    __slots__ = ("abspath", "file", "stat")
+
+    def __init__(self, file: str, abspath: str, stat: os.stat_result) -> None:
+        self.file = file
+        self.abspath = abspath
+        self.stat = stat
+
+    @property
+    def path(self) -> Path:
+        return Path(self.abspath)
+
+    def __repr__(self) -> str:
+        return f"FileStat({self.file!r})"
+
+
+def _clone(template: Memory, mtime: float, age: int, size: int, indexed: bool) -> Memory:
+    """A copy of a cached record with the per-scan fields set (several times cheaper than
+    ``dataclasses.replace``, which matters on warm scans of thousands of files)."""
+    state = getattr(template, "__dict__", None)
+    if state is None:  # a slotted record: take the slow, general way
+        return replace(template, mtime=mtime, age_days=age, bytes=size, indexed=indexed)
+    fields = state.copy()
+    fields["mtime"] = mtime
+    fields["age_days"] = age
+    fields["bytes"] = size
+    fields["indexed"] = indexed
+    memory = object.__new__(Memory)
+    memory.__dict__ = fields
+    return memory
+
+
+class ScanCache:
+    """Parsed heads of topic files, valid while path, ``mtime_ns`` and size are unchanged.
+
+    ``files_read`` counts the files actually opened, so callers (and tests) can see that
+    a warm scan read nothing. Safe to share between threads.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[int, int, Memory]] = {}
+        self._index: tuple[str, int, int, Index, frozenset[str]] | None = None
+        self._lock = threading.Lock()
+        self.files_read = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def memory(self, entry: FileStat, pointed: frozenset[str] | set[str], now: float) -> Memory:
+        """The record for ``entry``; the file is read only if it changed since last time."""
+        return self.memories([entry], pointed, now)[0]
+
+    def memories(
+        self, entries: list[FileStat], pointed: frozenset[str] | set[str], now: float
+    ) -> list[Memory]:
+        """Records for ``entries`` in order, reading only files that changed.
+
+        Each caller gets fresh records, so nothing it does to them can leak into the
+        cache. This loop is the whole cost of a warm scan besides the ``stat`` calls.
+        """
+        cached = self._entries
+        out: list[Memory] = []
+        for entry in entries:
+            st = entry.stat
+            hit = cached.get(entry.abspath)  # a dict read is atomic; writes take the lock
+            if hit is None or hit[0] != st.st_mtime_ns or hit[1] != st.st_size:
+                template = self._load(entry, now)
+            else:
+                template = hit[2]
+            mtime = st.st_mtime
+            out.append(
+                _clone(template, mtime, age_days(mtime, now), st.st_size, entry.file in pointed)
+            )
+        return out
+
+    def _load(self, entry: FileStat, now: float) -> Memory:
+        st = entry.stat
+        doc = read_document(entry.abspath)
+        template = Memory.from_document(entry.file, entry.abspath, doc, st, False, now=now)
+        with self._lock:
+            self.files_read += 1
+            self._entries[entry.abspath] = (st.st_mtime_ns, st.st_size, template)
+        return template
+
+    def index(self, memdir: Path) -> Index:
+        """The parsed ``MEMORY.md`` of ``memdir`` (empty when missing), cached the same way."""
+        return self._index_entry(memdir)[0]
+
+    def pointed(self, memdir: Path) -> frozenset[str]:
+        """Normalised files the index has a pointer line for."""
+        return self._index_entry(memdir)[1]
+
+    def _index_entry(self, memdir: Path) -> tuple[Index, frozenset[str]]:
+        path = str(Path(memdir) / INDEX_NAME)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return parse_index(""), frozenset()
+        with self._lock:
+            hit = self._index
+        if hit is not None and hit[:3] == (path, st.st_mtime_ns, st.st_size):
+            return hit[3], hit[4]
+        index = read_index(Path(memdir))
+        files = frozenset(index.files())
+        with self._lock:
+            self._index = (path, st.st_mtime_ns, st.st_size, index, files)
+        return index, files
+
+    def forget_missing(self, seen: Iterable[str], count: int | None = None) -> None:
+        """Drop entries for files that no longer exist, so the cache cannot grow forever.
+
+        With ``count`` (how many files exist) nothing is done while the cache is no larger,
+        which is the common case of an unchanged memdir.
+        """
+        if count is not None and len(self._entries) <= count:
+            return
+        keep = set(seen)
+        with self._lock:
+            for key in [k for k in self._entries if k not in keep]:
+                del self._entries[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._index = None
+
+
+def read_document(path: str | os.PathLike[str]) -> Document:
+    """Parse the first :data:`HEAD_LINES` lines of ``path``; an unreadable file gets an error."""
+    try:
+        head = read_head(path, HEAD_LINES)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return Document({}, "", None, "none", f"could not read the file: {reason}")
+    return parse(head)
+
+
+def read_index(memdir: Path) -> Index:
+    """Parse ``<memdir>/MEMORY.md``; a missing or unreadable index is an empty one."""
+    try:
+        raw = (memdir / INDEX_NAME).read_bytes()
+    except OSError:
+        return parse_index("")
+    return parse_index(raw.decode("utf-8", errors="replace"))
+
+
+def _inside(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def list_files(memdir: Path) -> list[FileStat]:
+    """Every topic file under ``memdir``, unsorted.
+
+    Included: regular ``*.md`` files at any depth, except the top-level ``MEMORY.md``.
+    Skipped: names starting with ``.`` (hidden files and folders, the lock, temporary
+    files of interrupted writes), symlinked folders (no loops, no double listing) and
+    symlinks that lead outside the memdir.
+    """
+    root = os.path.realpath(memdir)
+    found: list[FileStat] = []
+    stack: list[tuple[str, str]] = [(os.fspath(memdir).rstrip("/") or "/", "")]
+    while stack:
+        folder, prefix = stack.pop()
+        try:
+            # stat through a folder descriptor: no path walk per file
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:
+            continue
+        try:
+            _list_folder(fd, folder, prefix, root, found, stack)
+        finally:
+            os.close(fd)
+    return found
+
+
+def _list_folder(
+    fd: int,
+    folder: str,
+    prefix: str,
+    root: str,
+    found: list[FileStat],
+    stack: list[tuple[str, str]],
+) -> None:
+    try:
+        entries = list(os.scandir(fd))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
+        path = f"{folder}/{name}"
+        try:
+            if not name.endswith(".md"):
+                if entry.is_dir(follow_symlinks=False):  # symlinked folders stay closed
+                    stack.append((path, f"{prefix}{name}/"))
+                continue
+            link = entry.is_symlink()
+            if link and not _inside(os.path.realpath(path), root):
+                continue
+            st = entry.stat()  # follows a link that stays inside
+        except OSError:
+            continue
+        rel = prefix + name
+        if stat_mod.S_ISREG(st.st_mode):
+            if rel != INDEX_NAME:
+                found.append(FileStat(rel, path, st))
+        elif stat_mod.S_ISDIR(st.st_mode) and not link:  # a folder named like "x.md"
+            stack.append((path, rel + "/"))
+
+
+def scan(
+    memdir: Path,
+    *,
+    limit: int | None = SCAN_LIMIT,
+    cache: ScanCache | None = None,
+    now: float | None = None,
+) -> list[Memory]:
+    """The memdir's topic files as :class:`Memory` records, newest first.
+
+    At most ``limit`` files (``None`` for all); only those are read, and only their first
+    30 lines. Ties in modification time are ordered by file name so output is stable.
+    ``indexed`` tells whether ``MEMORY.md`` has a pointer line for the file.
+    """
+    cache = cache if cache is not None else ScanCache()
+    clock = time.time() if now is None else now
+    files = list_files(memdir)
+    files.sort(key=lambda f: (-f.stat.st_mtime_ns, f.file))
+    chosen = files if limit is None else files[: max(limit, 0)]
+    pointed = cache.pointed(Path(memdir))
+    memories = cache.memories(chosen, pointed, clock)
+    cache.forget_missing((entry.abspath for entry in files), len(files))
+    return memories
+
+
+def describe(
+    memdir: Path,
+    file: str,
+    *,
+    cache: ScanCache | None = None,
+    now: float | None = None,
+) -> Memory | None:
+    """One topic file's record by its memdir-relative name, or ``None`` when it is absent."""
+    rel = normalize_file(file)
+    path = os.path.join(os.fspath(memdir), rel)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat_mod.S_ISREG(st.st_mode):
+        return None
+    cache = cache if cache is not None else ScanCache()
+    clock = time.time() if now is None else now
+    return cache.memory(FileStat(rel, path, st), cache.pointed(Path(memdir)), clock)
+
+
+def manifest_line(memory: Memory) -> str:
+    """``- [type] file (ISO-timestamp): description``, parts omitted when absent."""
+    kind = f"[{memory.type}] " if memory.type_known else ""
+    description = " ".join((memory.description or "").split())
+    tail = f": {description}" if description else ""
+    return f"- {kind}{memory.file} ({iso_utc(memory.mtime)}){tail}"
+
+
+def manifest(memories: Iterable[Memory]) -> str:
+    """The list of memories the relevance selector and the extraction agent are shown."""
+    return "\n".join(manifest_line(memory) for memory in memories)

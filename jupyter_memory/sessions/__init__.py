@@ -1,0 +1,1 @@
+"""Sessions across kernels: resume, record and replay, bundles."""

@@ -1,0 +1,588 @@
+"""Resume a conversation after a kernel restart: from the saved notebook or a JSONL log.
+
+The notebook is the transcript (SPEC §9): every agent cell's output carries the record of
+its turn, and a record's ``messages`` are exactly the messages that turn added. Reading
+them in cell order rebuilds the conversation; a cell whose output was cleared, or that
+was deleted, carries no record and so is not part of it. The JSONL log beside the memdir
+(ours, or one written by the reference tool) is the other source. Either way the
+conversation starts after the last compaction and gets the clean-ups of SPEC §7
+(``transcript.rebuild_conversation``). A compaction (a ``%compact`` cell, or one the
+agent made during a turn) restarts the conversation at what the compaction left.
+
+Also here: ``jupyter-memory transcript list|show|import`` (see
+:func:`register_transcript_command`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_memory.agent.loop import TURN_MIME
+from jupyter_memory.context.assemble import wire_messages
+from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.transcript.log import read_entries, rebuild_conversation
+
+__all__ = [
+    "Imported",
+    "ResumeError",
+    "Resumed",
+    "apply_resume",
+    "conversation_from_entries",
+    "conversation_from_log",
+    "conversation_from_notebook",
+    "has_turn_records",
+    "import_transcript",
+    "load_conversation",
+    "notebook_entries",
+    "notebook_for",
+    "register_transcript_command",
+    "resume_session",
+    "transcript_command",
+]
+
+#: The output of a ``%compact`` cell (docs/compaction.md); defined by the front end, named
+#: here because the core never imports the front end.
+COMPACTION_MIME = "application/vnd.jupyter-memory.compaction+json"
+_SUBCOMMANDS = ("resume", "record", "replay", "status")
+
+
+class ResumeError(JupyterMemoryError):
+    """A notebook or log that cannot be resumed from."""
+
+
+@dataclass
+class Resumed:
+    """A rebuilt conversation and how it was found."""
+
+    source: str
+    """``"notebook"`` or ``"log"``."""
+    path: Path
+    messages: list[dict[str, Any]]
+    turns: int = 0
+    session_ids: list[str] = field(default_factory=list)
+    compacted: bool = False
+    summary: str | None = None
+    summary_index: int | None = None
+    """Position of the compaction summary in :attr:`messages`, when known."""
+    cleanups: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    interrupted: str = "none"
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """One line for the person: what was resumed, from where, and what was fixed."""
+        what = f"{self.turns} turn{'s' if self.turns != 1 else ''}" if self.source == "notebook" \
+            else f"{len(self.messages)} messages"
+        text = f"Resumed {what} from {self.path.name}"
+        if self.source == "notebook":
+            text += f" ({len(self.messages)} messages)"
+        if self.compacted:
+            text += ", starting at the last compaction"
+        if self.cleanups:
+            text += "; fixed: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(self.cleanups.items()))
+        cleared = self.skipped.get("cleared_agent_cells")
+        if cleared:
+            text += f"; {cleared} agent cell{'s' if cleared != 1 else ''} without output left out"
+        return text + "."
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "path": str(self.path),
+            "turns": self.turns,
+            "session_ids": self.session_ids,
+            "compacted": self.compacted,
+            "summary": self.summary,
+            "cleanups": self.cleanups,
+            "skipped": self.skipped,
+            "interrupted": self.interrupted,
+            "notes": self.notes,
+            "messages": [{k: v for k, v in m.items() if k != "_meta"} for m in self.messages],
+        }
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+def has_turn_records(path: Path) -> bool:
+    """Cheap check: does the saved notebook hold any turn record at all?"""
+    try:
+        with open(path, "rb") as handle:
+            return TURN_MIME.encode() in handle.read()
+    except OSError:
+        return False
+
+
+def _source(cell: Mapping[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _is_agent_turn_cell(source: str) -> bool:
+    head = source.lstrip()
+    if head.startswith("%%agent"):
+        return True
+    if head.startswith("%agent"):
+        words = head[len("%agent"):].split()
+        command = bool(words) and words[0] in _SUBCOMMANDS and len(words) <= 2
+        return bool(words) and not command
+    return False
+
+
+def notebook_entries(
+    path: Path, *, before_source: str | None = None
+) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, int]]:
+    """What a saved notebook says about the conversation, in cell order, and what was left out.
+
+    Entries are ``("turn", record)`` for each turn record and ``("compaction", data)`` for
+    each compaction: a ``%compact`` cell's output, or an automatic compaction listed in a
+    turn record's ``compactions`` (it happened before the turn's own messages). With
+    ``before_source`` (the text of the cell being run), only cells above the first cell
+    with exactly that text count: after "Restart and run all" the cells below still show
+    the previous run's outputs, which are not part of the conversation yet.
+    """
+    import nbformat
+
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except FileNotFoundError:
+        raise ResumeError(f"No notebook at {path}; save it first, or give its path.") from None
+    except Exception as exc:  # nbformat raises several kinds for a damaged file
+        raise ResumeError(f"Could not read the notebook {path}: {exc}") from None
+    cells = list(nb.get("cells", []))
+    skipped: dict[str, int] = {}
+    if before_source is not None:
+        wanted = before_source.strip()
+        for i, cell in enumerate(cells):
+            if _source(cell).strip() == wanted:
+                skipped["cells_below_current"] = len(cells) - i
+                cells = cells[:i]
+                break
+    entries: list[tuple[str, dict[str, Any]]] = []
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        turns = 0
+        for output in cell.get("outputs", []):
+            data = output.get("data") if isinstance(output, Mapping) else None
+            if not isinstance(data, Mapping):
+                continue
+            compaction = _json_value(data.get(COMPACTION_MIME))
+            if isinstance(compaction, Mapping) and isinstance(compaction.get("summary"), str):
+                entries.append(("compaction", dict(compaction)))
+            record = _json_value(data.get(TURN_MIME))
+            if isinstance(record, Mapping) and isinstance(record.get("messages"), list):
+                for made in record.get("compactions") or []:
+                    if isinstance(made, Mapping) and isinstance(made.get("summary"), str):
+                        entries.append(("compaction", dict(made)))
+                entries.append(("turn", dict(record)))
+                turns += 1
+            elif record is not None:
+                skipped["unreadable_records"] = skipped.get("unreadable_records", 0) + 1
+        if not turns and _is_agent_turn_cell(_source(cell)):
+            skipped["cleared_agent_cells"] = skipped.get("cleared_agent_cells", 0) + 1
+    return entries, skipped
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, str):  # some writers keep JSON types as text
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def _after_compaction(marker: Mapping[str, Any], before: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as a compaction left it, rebuilt from its record.
+
+    The summary message is made again from the recorded summary exactly as the compaction
+    made it; messages it kept word for word are the last ones of the conversation before
+    it; the files it re-attached are read again from disk, as the compaction did.
+    """
+    from jupyter_memory.agent import lifecycle
+    from jupyter_memory.agent.compaction.core import INSERTED_KINDS, SUMMARY_KIND, kind_of
+    from jupyter_memory.agent.compaction.prompt import summary_message_text
+    from jupyter_memory.agent.compaction.restore import restore_files
+
+    method = str(marker.get("method") or "model")
+    kept_count = int(marker.get("kept_messages") or 0)
+    transcript = marker.get("transcript_path")
+    text = summary_message_text(str(marker["summary"]), method=method, transcript=transcript,
+                                kept_messages=kept_count)
+    boundary = {"trigger": marker.get("trigger"), "pre_tokens": marker.get("pre_tokens"),
+                "at": marker.get("created"), "method": method,
+                "post_tokens": marker.get("post_tokens")}
+    out: list[dict[str, Any]] = [{
+        "role": "user",
+        "content": [{"type": "text", "text": text}],
+        "_meta": {"kind": SUMMARY_KIND, "compact_boundary": boundary, "transcript": transcript},
+    }]
+    if kept_count:
+        out += [copy.deepcopy(m) for m in before if kind_of(m) not in INSERTED_KINDS][-kept_count:]
+    files = [Path(str(f["path"])) for f in marker.get("files") or []
+             if isinstance(f, Mapping) and f.get("path")]
+    out += [r.message for r in restore_files(files)]
+    texts = [t for t in marker.get("hook_context") or [] if isinstance(t, str)]
+    hook = lifecycle.context_message(lifecycle.HookOutcome("SessionStart", texts=texts))
+    if hook is not None:
+        out.append(hook)
+    return out
+
+
+def conversation_from_entries(
+    entries: list[tuple[str, Mapping[str, Any]]],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Play the notebook's entries in order, then apply the resume clean-ups.
+
+    A turn adds its messages; a compaction replaces everything before it with what the
+    compaction left (so the conversation starts at the last one); then
+    ``transcript.rebuild_conversation``'s clean-ups make it sendable.
+    """
+    facts: dict[str, Any] = {"compacted": False, "notes": [], "summary": None}
+    messages: list[dict[str, Any]] = []
+    for kind, data in entries:
+        if kind == "compaction":
+            messages = _after_compaction(data, messages)
+            facts["compacted"], facts["summary"] = True, str(data["summary"])
+        else:
+            messages.extend(copy.deepcopy(m) for m in data["messages"] if isinstance(m, Mapping))
+    cleaned, conv = _clean(messages)
+    facts.update(cleanups=dict(conv.cleanups), interrupted=conv.interrupted,
+                 summary_index=0 if facts["compacted"] and cleaned else None)
+    return cleaned, facts
+
+
+def _clean(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any]:
+    """The resume clean-ups of ``transcript.rebuild_conversation`` applied to messages.
+
+    When they change nothing the model would see, the messages are kept exactly as they
+    were (with the private ``_meta`` that recall and compaction read); otherwise the
+    cleaned messages are used.
+    """
+    entries = []
+    parent = None
+    for message in messages:
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            continue
+        uid = str(uuid.uuid4())
+        entries.append({
+            "type": role, "uuid": uid, "parentUuid": parent,
+            "isMeta": bool(message.get("_meta")),
+            "message": {"role": role, "content": copy.deepcopy(message.get("content", []))},
+        })
+        parent = uid
+    conv = rebuild_conversation(entries, include_meta=True)
+    kept = [m for m in messages if m.get("role") in ("user", "assistant")]
+    if not conv.cleanups and wire_messages(kept) == wire_messages(list(conv)):
+        return kept, conv
+    return list(conv), conv
+
+
+def conversation_from_notebook(path: Path, *, before_source: str | None = None) -> Resumed:
+    """Rebuild the conversation from a saved notebook's turn records and compactions."""
+    path = Path(path)
+    entries, skipped = notebook_entries(path, before_source=before_source)
+    messages, facts = conversation_from_entries(entries)
+    records = [data for kind, data in entries if kind == "turn"]
+    sessions = []
+    for record in records:
+        sid = record.get("session_id")
+        if isinstance(sid, str) and sid not in sessions:
+            sessions.append(sid)
+    return Resumed(
+        source="notebook", path=path, messages=messages, turns=len(records),
+        session_ids=sessions, compacted=facts["compacted"], summary=facts["summary"],
+        summary_index=facts["summary_index"], cleanups=facts["cleanups"], skipped=skipped,
+        interrupted=facts["interrupted"], notes=facts["notes"],
+    )
+
+
+# --------------------------------------------------------------------------- logs
+
+
+def conversation_from_log(path: Path) -> Resumed:
+    """Rebuild the conversation from a JSONL log (ours or the reference tool's).
+
+    Reading starts at the last compaction boundary; unknown entry types are skipped;
+    meta messages are kept, because they were part of what the model saw.
+    """
+    path = Path(path)
+    try:
+        entries = read_entries(path)
+    except FileNotFoundError:
+        raise ResumeError(f"No session log at {path}; check the path.") from None
+    except IsADirectoryError:
+        raise ResumeError(f"{path} is a folder; give a session log (.jsonl) file.") from None
+    conv = rebuild_conversation(entries, include_meta=True)
+    summary_index = next((i for i, m in enumerate(conv.meta) if m.is_compact_summary), None)
+    prompts = sum(
+        1 for m, meta in zip(conv, conv.meta, strict=True)
+        if m["role"] == "user" and not meta.synthetic and not meta.is_compact_summary
+        and any(b.get("type") == "text" for b in m["content"])
+    )
+    return Resumed(
+        source="log", path=path, messages=list(conv), turns=prompts,
+        session_ids=[conv.session_id] if conv.session_id else [],
+        compacted=conv.boundary is not None, summary=conv.summary, summary_index=summary_index,
+        cleanups=dict(conv.cleanups), skipped=dict(conv.skipped), interrupted=conv.interrupted,
+    )
+
+
+def load_conversation(path: Path, *, before_source: str | None = None) -> Resumed:
+    """A notebook (``.ipynb``) or a session log (``.jsonl``), told apart by content."""
+    path = Path(path).expanduser()
+    if path.suffix == ".ipynb":
+        return conversation_from_notebook(path, before_source=before_source)
+    if path.suffix == ".jsonl":
+        return conversation_from_log(path)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1).lstrip()
+    except FileNotFoundError:
+        raise ResumeError(f"Nothing at {path}: give a saved notebook (.ipynb) or a session "
+                          "log (.jsonl).") from None
+    if head == b"{":
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+            return conversation_from_notebook(path, before_source=before_source)
+        except ValueError:
+            pass
+    return conversation_from_log(path)
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def notebook_for(session: Any, user_ns: Mapping[str, Any] | None = None) -> Path | None:
+    """The notebook this kernel serves, if anything tells (see ``notebook_path``)."""
+    from jupyter_memory.notebook_path import current_notebook_path
+
+    path = current_notebook_path(user_ns)
+    if path is None and getattr(session, "notebook", None):
+        path = Path(session.notebook)
+    return Path(path) if path is not None else None
+
+
+def apply_resume(session: Any, resumed: Resumed, *, seed_log: bool = True) -> None:
+    """Make ``resumed`` the session's conversation.
+
+    Stored usage is not carried over (it describes the old context; trusting it would
+    trigger an immediate compaction). With ``seed_log``, the session's own JSONL log
+    starts with the resumed conversation, as a new root, so a later resume from the log
+    finds the whole conversation.
+    """
+    session.messages[:] = copy.deepcopy(resumed.messages)
+    session.turn_count = resumed.turns
+    session.last_usage = None
+    log = getattr(session, "log", None)
+    if seed_log and log is not None and log in session.hooks and resumed.messages:
+        _seed(log.writer(), resumed)
+
+
+def _seed(writer: Any, resumed: Resumed, parent: str | None = None) -> None:
+    """Write the resumed messages, chained from ``parent`` (None: a new root)."""
+    for i, message in enumerate(resumed.messages):
+        body = {k: v for k, v in message.items() if k != "_meta"}
+        blocks = list(body["content"])
+        if i == resumed.summary_index and blocks and blocks[0].get("type") == "text":
+            # Rebuilding merged the summary with the user messages after it: the summary
+            # is the first block. Log it as the summary entry, the rest as a message.
+            parent = writer.append_summary(blocks[0].get("text", ""), parent_uuid=parent)
+            blocks = blocks[1:]
+            if not blocks:
+                continue
+            body = {"role": body["role"], "content": blocks}
+        parent = writer.append_message(body["role"], body, parent_uuid=parent,
+                                       is_meta=bool(message.get("_meta")))
+
+
+def resume_session(
+    session: Any,
+    path: Path | str | None = None,
+    *,
+    user_ns: Mapping[str, Any] | None = None,
+    before_source: str | None = None,
+    seed_log: bool = True,
+) -> Resumed:
+    """Rebuild the conversation from ``path`` (default: this kernel's saved notebook)."""
+    if path is None:
+        path = notebook_for(session, user_ns)
+        if path is None:
+            raise ResumeError(
+                "I do not know which notebook this kernel serves. Give its path, e.g. "
+                "%agent resume analysis.ipynb, or a session log (.jsonl)."
+            )
+    path = Path(path).expanduser()
+    if not path.is_absolute():
+        path = Path(os.getcwd()) / path
+    resumed = load_conversation(path, before_source=before_source)
+    apply_resume(session, resumed, seed_log=seed_log)
+    return resumed
+
+
+# --------------------------------------------------------------------------- import
+
+
+@dataclass
+class Imported:
+    """A log copied into this project's transcripts folder, ready to resume."""
+
+    source: Path
+    path: Path
+    session_id: str
+    resumed: Resumed
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.resumed.to_json()
+        data.pop("messages")
+        return {"source": str(self.source), "path": str(self.path),
+                "session_id": self.session_id, "messages": len(self.resumed.messages), **data}
+
+
+def import_transcript(
+    source: Path, *, cwd: Path, env: Mapping[str, str] | None = None
+) -> Imported:
+    """Rebuild a log (for example one of the reference tool) and write it as a new session.
+
+    The new log (``<base>/projects/<key of cwd>/<new id>.jsonl``) holds only what a resume
+    needs: the compaction boundary when there was one, the summary, and the cleaned
+    messages. ``%agent resume PATH`` then continues from it.
+    """
+    from jupyter_memory._version import __version__
+    from jupyter_memory.memdir.location import transcripts_dir
+    from jupyter_memory.transcript.log import TranscriptWriter
+    from jupyter_memory.transcript.mirror import git_branch
+
+    resumed = conversation_from_log(Path(source))
+    if not resumed.messages:
+        raise ResumeError(f"{source} holds no conversation to import (no user or assistant "
+                          "messages after its last compaction).")
+    session_id = str(uuid.uuid4())
+    target = transcripts_dir(Path(cwd), env) / f"{session_id}.jsonl"
+    writer = TranscriptWriter(target, session_id=session_id, cwd=str(cwd), version=__version__,
+                              git_branch=git_branch(Path(cwd)))
+    parent = writer.append_compact_boundary("manual", 0, None) if resumed.compacted else None
+    _seed(writer, resumed, parent)
+    writer.flush()
+    return Imported(Path(source), target, session_id, resumed)
+
+
+# --------------------------------------------------------------------------- command line
+
+TRANSCRIPT_HELP = "List, show or import session logs (resume them with %agent resume)."
+
+
+def register_transcript_command(command: Callable[..., Any], arg: Callable[..., Any]) -> None:
+    """Register ``jupyter-memory transcript`` with the CLI's ``command``/``arg`` helpers."""
+    command(
+        "transcript",
+        TRANSCRIPT_HELP,
+        arg("action", choices=("list", "show", "import"),
+            help="list: this project's session logs; show FILE: the conversation a resume "
+                 "would rebuild; import FILE: copy a log (e.g. the reference tool's) in"),
+        arg("file", nargs="?", help="a session log (.jsonl) or a saved notebook (.ipynb)"),
+    )(transcript_command)
+
+
+def transcript_command(ctx: Any) -> int:
+    """Run ``transcript`` for the CLI; ``ctx`` has ``args``, ``env``, ``out``, ``emit``."""
+    action, file = ctx.args.action, getattr(ctx.args, "file", None)
+    cwd = Path(ctx.project or os.getcwd()).resolve()
+    if action == "list":
+        return _list_logs(ctx, cwd)
+    if not file:
+        raise ResumeError(f"transcript {action} needs a FILE: a session log (.jsonl) or a "
+                          "saved notebook (.ipynb).")
+    if action == "show":
+        resumed = load_conversation(Path(file))
+        ctx.emit(resumed.to_json(), _render(resumed))
+        return 0
+    imported = import_transcript(Path(file), cwd=cwd, env=ctx.env)
+    text = (f"{imported.resumed.describe()}\nWrote {imported.path}\n"
+            f"Resume it in a notebook of this project with: %agent resume {imported.path}")
+    ctx.emit(imported.to_json(), text)
+    return 0
+
+
+def _list_logs(ctx: Any, cwd: Path) -> int:
+    from jupyter_memory.memdir.location import transcripts_dir
+
+    folder = transcripts_dir(cwd, ctx.env)
+    logs = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
+        if folder.is_dir() else []
+    rows = []
+    for log in logs:
+        info = log.stat()
+        rows.append({"session_id": log.stem, "path": str(log), "bytes": info.st_size,
+                     "modified": _iso(info.st_mtime), "first_prompt": _first_prompt(log)})
+    lines = [f"{r['modified'][:16]}  {r['session_id']}  {r['bytes']:>9,} B  {r['first_prompt']}"
+             for r in rows] or [f"No session logs in {folder}."]
+    ctx.emit(rows, "\n".join(lines))
+    return 0
+
+
+def _iso(mtime: float) -> str:
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(mtime, _dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _first_prompt(path: Path, max_lines: int = 200) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for n, line in enumerate(handle):
+                if n >= max_lines:
+                    break
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if entry.get("type") != "user" or entry.get("isMeta"):
+                    continue
+                content = (entry.get("message") or {}).get("content")
+                text = _plain(content)
+                if text.strip():
+                    return _short(text, 70)
+    except OSError:
+        return ""
+    return ""
+
+
+def _plain(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Iterable):
+        return " ".join(b.get("text", "") for b in content
+                        if isinstance(b, Mapping) and b.get("type") == "text")
+    return ""
+
+
+def _short(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _render(resumed: Resumed) -> str:
+    lines = [resumed.describe()]
+    for message in resumed.messages:
+        for block in message["content"]:
+            kind = block.get("type")
+            if kind == "text":
+                body = _short(block.get("text", ""), 160)
+            elif kind == "tool_use":
+                body = f"→ {block.get('name')} {_short(json.dumps(block.get('input'), ensure_ascii=False), 120)}"
+            elif kind == "tool_result":
+                body = f"← {_short(_plain(block.get('content')) or str(block.get('content')), 120)}"
+            else:
+                body = f"[{kind}]"
+            lines.append(f"{message['role']:>9}: {body}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""The JSONL session log (SPEC §7): writing, reading, rebuilding, retention."""
