@@ -79,6 +79,9 @@ _REQUEST_ENV = (
     "LINES",
 )
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: The marker that lets the lab extension pick between a widget and its static copy
+#: (``jupyter_memory.widgets._base.VIEW_MIME``); without the widget it means nothing.
+VIEW_MARKER = "application/vnd.jupyter-memory.view+json"
 TOUR = "01-tour.ipynb"
 
 
@@ -224,6 +227,7 @@ def static_outputs(nb: Any) -> Any:
             data = output.get("data")
             if data and WIDGET_VIEW in data and len(data) > 1:
                 del data[WIDGET_VIEW]
+                data.pop(VIEW_MARKER, None)
     return out
 
 

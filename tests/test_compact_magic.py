@@ -11,7 +11,12 @@ from shell_helpers import fails, run
 
 from jupyter_memory.agent.compaction import CLEARED_MARKER, SUMMARY_REQUEST_HEAD, SUMMARY_SECTIONS
 from jupyter_memory.magics import load_ipython_extension
-from jupyter_memory.magics.compact import COMPACTION_MIME, CompactMagics, parse_line
+from jupyter_memory.magics.compact import (
+    COMPACTION_MIME,
+    CompactMagics,
+    compaction_breakdown,
+    parse_line,
+)
 from jupyter_memory.magics.state import forget_state, state_for
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
@@ -80,6 +85,40 @@ def test_compact_shows_boundary_folded_summary_and_undo(ip, fake_api):
     assert "Restored the conversation" in cap.stdout + str(cap.outputs[0].data)
     assert all(a is b for a, b in zip(session_of(ip).messages, before, strict=True))
     assert len(session_of(ip).messages) == len(before)
+
+
+def test_compact_says_why_the_size_changed_as_it_did(ip, fake_api):
+    """A two-message conversation is shorter than its summary: the output says the request
+    did not shrink and why, and how much of it a compaction can change at all."""
+    fake_api.script([Turn(text="There are 3 rows."), Turn(text=SUMMARY, expect=is_summary)])
+    run(ip, "%agent How many rows?")
+    cap = run(ip, "%compact")
+    [out] = [o.data for o in cap.outputs if COMPACTION_MIME in o.data]
+    record = out[COMPACTION_MIME]
+    assert record["post_tokens"] >= record["pre_tokens"]
+    fixed = record["fixed_tokens"]
+    assert 0 < fixed <= record["post_tokens"]
+    for view in (out["text/plain"], out["text/html"]):
+        assert "did not shrink" in view
+        assert f"({fixed:,} tokens) are sent either way" in view.replace("about ", "")
+        assert "In the conversation&#x27;s place: the summary" in view or (
+            "In the conversation's place: the summary" in view)
+
+
+def test_breakdown_of_a_compaction_that_saved_tokens():
+    lines = compaction_breakdown({
+        "pre_tokens": 90_000, "post_tokens": 12_000, "fixed_tokens": 8_000,
+        "summary": "word " * 400, "kept_messages": 2,
+        "files": [{"path": "a.py", "tokens": 1_500}, {"path": "b.py", "tokens": 500}],
+    })
+    assert not any("did not shrink" in line for line in lines)
+    assert lines[0] == ("Only the conversation is replaced: about 82,000 → 4,000 tokens. The "
+                        "system prompt, tools, instructions and memory index (about 8,000 "
+                        "tokens) are sent either way.")
+    assert "2 re-attached files (2,000 tokens)" in lines[1]
+    assert "the 2 most recent messages word for word" in lines[1]
+    # A record of an automatic compaction has no fixed_tokens: the rest is still said.
+    assert len(compaction_breakdown({"pre_tokens": 5, "post_tokens": 9, "summary": "x"})) == 2
 
 
 def test_cell_form_takes_instructions_from_the_body(ip, fake_api):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -29,10 +30,17 @@ from jupyter_memory.widgets import (
     show_memories,
 )
 from jupyter_memory.widgets.data import PREVIEW_CHARS, budget_gauges, recall_bytes
-from jupyter_memory.widgets.html import context_html, memories_html, turn_html
+from jupyter_memory.widgets.html import (
+    _place_marker_labels,
+    bar_html,
+    context_html,
+    memories_html,
+    turn_html,
+)
 from jupyter_memory.widgets.style import PALETTE, lightness
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+VIEW_MIME = "application/vnd.jupyter-memory.view+json"
 ALL_CATEGORIES = ["system", "tools", "instructions", "index", "memories", "messages",
                   "autocompact buffer", "free"]
 OLD = time.time() - 10 * 86_400
@@ -119,6 +127,32 @@ def test_markers_sit_at_the_thresholds_of_a_200k_window(session):
     assert markers["warning"].position == pytest.approx(73.5)
     assert markers["autocompact"].position == pytest.approx(83.5)
     assert markers["blocking"].position == pytest.approx(88.5)
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-6", "claude-opus-4-6"])
+def test_level_labels_never_overlap_or_leave_the_bar(session, model):
+    """With a 1M-token window the three levels sit within 3% of each other at the end of
+    the bar: each label gets its own row and ends at its mark instead of past the edge."""
+    session.config = dataclasses.replace(session.config, model=model)
+    state = ContextView(session.context_report()).state
+    placed = _place_marker_labels(state)
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for marker, (row, anchor, left, width) in zip(state.markers, placed, strict=True):
+        assert width >= len(f"{marker.name} {marker.tokens // 1000}K")
+        assert left >= 0 and left + width <= 100, (marker, anchor)
+        edge = {"centre": left + width / 2, "end": left + width, "start": left}[anchor]
+        assert edge == pytest.approx(marker.position)  # the label sits at its mark
+        for a, b in spans.get(row, []):
+            assert left >= b or left + width <= a, (marker, row)
+        spans.setdefault(row, []).append((left, left + width))
+    html = bar_html(state)
+    for marker in state.markers:
+        assert f"{marker.name} {marker.tokens // 1000}K" in html
+    if model == "claude-opus-4-6":
+        assert state.markers[-1].position > 95
+        assert len({row for row, *_ in placed}) == 3 and placed[-1][1] == "end"
+        assert "calc(" not in html and "transform" not in html  # a sanitizer keeps them
+        assert "margin:20px 0 34px 0" in html  # room for the rows above and below
 
 
 def test_category_texts_are_exactly_what_is_sent(session):
@@ -210,6 +244,25 @@ def test_last_response_cache_reads_and_writes_are_shown(session):
     assert view.state.source == "usage"
     assert "5,000 tokens read from cache" in view.overview.value
     assert "5,000 tokens read from cache" in view.static_html()
+
+
+def test_rows_add_up_to_the_category_total_when_the_total_is_a_real_count(session):
+    """The items are estimates; with usage the conversation's total is real. The
+    difference is a row of its own, in the live pane and in the saved copy."""
+    converse(session)
+    estimate = ContextView(session.context_report()).state.category("messages")
+    assert estimate.unitemized == 0
+    session.last_usage = Usage(input_tokens=100, output_tokens=40,
+                               cache_read_input_tokens=60_000, cache_creation_input_tokens=0)
+    view = ContextView(session.context_report(), assembled=session.assemble())
+    messages = view.state.category("messages")
+    assert messages.unitemized == messages.tokens - sum(i.tokens for i in messages.items) != 0
+    summary = view.panels["messages"].summary.value
+    assert f"{messages.unitemized:+,}" in summary and "last response" in summary
+    assert f"{messages.unitemized:+,} tokens not itemized" in view.static_html()
+    for cat in view.state.categories:
+        if cat.items:
+            assert sum(i.tokens for i in cat.items) + cat.unitemized == cat.tokens
 
 
 def test_context_fallbacks_mention_every_category_and_need_no_script(session):
@@ -411,6 +464,21 @@ def test_browser_fallbacks_and_show_memories(session):
     off = show_memories(session, display=False)
     assert isinstance(off, MemoryOff)
     assert "%memory on" in off._repr_mimebundle_()["text/plain"]
+
+
+def test_every_view_marks_its_bundle_for_the_kernel_free_fallback(session):
+    """Each widget output names itself under VIEW_MIME, beside the widget view and the
+    static copies, so the lab extension can show the copy once the model is gone."""
+    converse(session)
+    views = [show_context(session, display=False), show_memories(session, display=False),
+             ContextView(session.context_report())]
+    session.memory_override = False
+    views.append(show_memories(session, display=False))
+    for view in views:
+        bundle = view._repr_mimebundle_()
+        assert bundle[VIEW_MIME] == {"view": type(view).__name__, "version": 1}
+        assert {WIDGET_MIME, "text/html", "text/plain"} <= set(bundle)
+        json.dumps(bundle)  # what the notebook stores must be JSON
 
 
 # --------------------------------------------------------------------------- turn view

@@ -438,8 +438,9 @@ def report(
 ) -> ContextReport:
     """Budget of ``assembled``: estimates per part, corrected by real numbers when known.
 
-    Precedence follows the reference: the last response's real usage, then an exact
-    count from the count-tokens endpoint, then the offline estimate. With a real total,
+    Precedence: an exact count of this request from the count-tokens endpoint when one
+    was asked for, then the last response's real usage (the reference's automatic
+    count), then the offline estimate. With a real total,
     the difference from the estimates is attributed to the conversation.
     """
     model = assembled.body["model"]
@@ -452,10 +453,12 @@ def report(
     estimate = sum(totals.values())
     source, used = "estimate", estimate
     real = None
-    if last_usage is not None and last_usage.total_input > 0:
-        real, source = last_usage.context_tokens, "usage"
-    elif counted_tokens is not None:
+    if counted_tokens is not None:
+        # Asked for just now (``%context --count``), of this very request: exact, so it
+        # wins over the last response's usage, which describes the request before.
         real, source = counted_tokens, "count_tokens"
+    elif last_usage is not None and last_usage.total_input > 0:
+        real, source = last_usage.context_tokens, "usage"
     if real is not None:
         fixed = estimate - totals["messages"]
         if real >= fixed:

@@ -25,6 +25,8 @@ from jupyter_memory.agent.compaction import (
     status,
     undo,
 )
+from jupyter_memory.agent.compaction.budget import fixed_tokens
+from jupyter_memory.context.tokens import estimate_tokens
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.magics.render import markdown_to_html
 
@@ -51,6 +53,42 @@ def _method_words(data: dict[str, Any]) -> str:
         "by the main model")
 
 
+def compaction_breakdown(data: dict[str, Any]) -> list[str]:
+    """Why the size changed as it did, in sentences: what stays, what replaced what.
+
+    A compaction replaces only the conversation. The system prompt, tools, instructions
+    and memory index are sent either way, and the summary, the re-attached files and any
+    messages kept word for word take the conversation's place, so a short conversation
+    can come out the same size or bigger. ``fixed_tokens`` (the part that is always sent)
+    is in the records ``%compact`` displays; records without it get the rest.
+    """
+    pre, post = int(data.get("pre_tokens") or 0), int(data.get("post_tokens") or 0)
+    summary = estimate_tokens(str(data.get("summary") or ""))
+    files = data.get("files") or []
+    file_tokens = sum(int(f.get("tokens") or 0) for f in files)
+    kept = int(data.get("kept_messages") or 0)
+    lines = []
+    if post >= pre:
+        lines.append(
+            "The request did not shrink: the conversation was already shorter than what "
+            "replaces it. Compaction pays off on a long conversation; %compact --undo puts "
+            "this one back.")
+    fixed = data.get("fixed_tokens")
+    if isinstance(fixed, int) and 0 < fixed <= max(pre, post):
+        lines.append(
+            f"Only the conversation is replaced: about {max(pre - fixed, 0):,} → "
+            f"{max(post - fixed, 0):,} tokens. The system prompt, tools, instructions and "
+            f"memory index (about {fixed:,} tokens) are sent either way.")
+    now = [f"the summary (about {summary:,} tokens)"]
+    if files:
+        now.append(f"{len(files)} re-attached file{'s' if len(files) != 1 else ''} "
+                   f"({file_tokens:,} tokens)")
+    if kept:
+        now.append(f"the {kept} most recent message{'s' if kept != 1 else ''} word for word")
+    lines.append("In the conversation's place: " + ", ".join(now) + ".")
+    return lines
+
+
 def compaction_text(data: dict[str, Any]) -> str:
     """Plain-text view of a compaction record (``CompactionResult.to_json()``)."""
     lines = [
@@ -58,6 +96,7 @@ def compaction_text(data: dict[str, Any]) -> str:
         f"{_method_words(data)}): {data.get('pre_tokens', 0):,} → "
         f"{data.get('post_tokens', 0):,} tokens ────",
     ]
+    lines += compaction_breakdown(data)
     files = data.get("files") or []
     if files:
         lines.append("Re-attached files: " + ", ".join(f["path"] for f in files))
@@ -85,6 +124,7 @@ def compaction_html(data: dict[str, Any]) -> str:
         "<div class='jupyter-memory-compaction'>",
         "<div style='border-top:2px dashed #999;border-bottom:2px dashed #999;padding:4px 0;"
         f"margin:6px 0;text-align:center'>{head}</div>",
+        "".join(f"<p style='margin:2px 0'>{esc(line)}</p>" for line in compaction_breakdown(data)),
         "<details><summary>Summary (click to open)</summary>"
         f"{markdown_to_html(str(data.get('summary', '')))}</details>",
     ]
@@ -162,14 +202,18 @@ class CompactMagics(Magics):
                 self._micro(session)
             else:
                 result = compact(session, instructions=text or None, trigger="manual")
-                self._show(result)
+                self._show(result, session)
         except JupyterMemoryError as exc:
             raise UsageError(f"%compact: {exc}") from None
 
     # ------------------------------------------------------------------ actions
 
-    def _show(self, result: CompactionResult) -> None:
-        display(compaction_bundle(result.to_json()), raw=True)
+    def _show(self, result: CompactionResult, session: Any) -> None:
+        data = result.to_json()
+        # What every request carries besides the conversation, so the output can say how
+        # much of the size a compaction can change at all.
+        data["fixed_tokens"] = fixed_tokens(session)
+        display(compaction_bundle(data), raw=True)
 
     def _micro(self, session: Any) -> None:
         before = estimate_next_request(session)

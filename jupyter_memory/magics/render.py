@@ -67,15 +67,26 @@ def turn_markdown(record: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def usage_text(usage: dict[str, Any]) -> str:
+    """A turn's token use, input split the way it is billed.
+
+    The API's ``input_tokens`` counts only what was neither read from nor written to the
+    cache, so a request served from the cache reports "0" input; the request's size is the
+    sum of the three, and that is what is shown first.
+    """
+    new = int(usage.get("input_tokens") or 0)
+    read = int(usage.get("cache_read_input_tokens") or 0)
+    written = int(usage.get("cache_creation_input_tokens") or 0)
+    return (f"{new + read + written:,} in ({new:,} uncached · {read:,} cache read · "
+            f"{written:,} cache write) · {int(usage.get('output_tokens') or 0):,} out")
+
+
 def _footer(record: dict[str, Any]) -> str:
     usage = record.get("usage") or {}
     ctx = record.get("context") or {}
     bits = [f"turn {record.get('turn', '?')}", record.get("model", "")]
     if usage:
-        bits.append(
-            f"{usage.get('input_tokens', 0):,} in · {usage.get('cache_read_input_tokens', 0):,} "
-            f"cached · {usage.get('output_tokens', 0):,} out"
-        )
+        bits.append(usage_text(usage))
     if ctx.get("window"):
         bits.append(f"context {ctx.get('used', 0):,} / {ctx['window']:,}")
     written = record.get("memories_written") or []

@@ -33,6 +33,7 @@ from jupyter_memory.widgets.html import (
     context_text,
     decisions_html,
     legend_html,
+    unitemized_words,
 )
 from jupyter_memory.widgets.style import esc
 
@@ -93,7 +94,7 @@ class CategoryPanel(widgets.VBox):
     """A category: a table of its items, a picker, and the picked item's text."""
 
     def __init__(self, category: CategoryView, decisions: Iterable[Mapping[str, Any]] = (),
-                 **kwargs: Any) -> None:
+                 source: str = "estimate", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.category = category
         rows = "".join(
@@ -102,6 +103,13 @@ class CategoryPanel(widgets.VBox):
             f"<td style='padding:1px 8px'>{esc('; '.join(it.notes()))}</td></tr>"
             for it in category.items
         )
+        if category.unitemized:
+            # The total is a real count and the rows are estimates: show the difference,
+            # so the rows add up to the total in the title.
+            rows += (f"<tr><td style='padding:1px 8px'><i>difference</i></td>"
+                     f"<td style='padding:1px 8px;text-align:right'>{category.unitemized:+,}</td>"
+                     f"<td style='padding:1px 8px'>{esc(unitemized_words(category, source))}"
+                     f"</td></tr>")
         table = (f"<table style='font-size:12px;border-collapse:collapse'><thead><tr>"
                  f"<th style='text-align:left;padding:1px 8px'>item</th>"
                  f"<th style='text-align:right;padding:1px 8px'>tokens</th>"
@@ -164,7 +172,7 @@ class ContextView(widgets.VBox):
         )
         shown = [c for c in state.categories
                  if c.items or (c.name == "memories" and state.decisions)]
-        self.panels = {c.name: CategoryPanel(c, state.decisions) for c in shown}
+        self.panels = {c.name: CategoryPanel(c, state.decisions, state.source) for c in shown}
         self.accordion = widgets.Accordion(
             children=list(self.panels.values()),
             titles=tuple(f"[{style.swatch(c.name).tag}] {c.name} — {c.tokens:,} tokens "

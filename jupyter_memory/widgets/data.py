@@ -125,6 +125,17 @@ class CategoryView:
         """The exact text of each item, in request order."""
         return tuple(item.text for item in self.items)
 
+    @property
+    def unitemized(self) -> int:
+        """Tokens of the total that no item accounts for (negative: the items overshoot).
+
+        Items are offline estimates. When the total comes from a real count (the last
+        response's usage, or the count-tokens endpoint), the difference is put on the
+        conversation, or spread over every category when the fixed parts alone overshoot;
+        the views show it as a row of its own, so the rows add up to the total.
+        """
+        return self.tokens - sum(item.tokens for item in self.items) if self.items else 0
+
 
 @dataclass(frozen=True)
 class Segment:

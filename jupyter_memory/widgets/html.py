@@ -22,6 +22,7 @@ from jupyter_memory.widgets.data import (
     ContextState,
     Gauge,
     ItemView,
+    Marker,
     context_state,
     turn_memories,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "turn_html",
     "turn_memories_html",
     "turn_text",
+    "unitemized_words",
 ]
 
 #: Items per category in the static view (the newest are kept); the widget shows all.
@@ -116,27 +118,79 @@ def bar_html(state: ContextState) -> str:
             f"{_label(label, sw)}</div>"
         )
     marks = []
-    for marker in state.markers:
+    placed = _place_marker_labels(state)
+    for marker, (row, anchor, left, width) in zip(state.markers, placed, strict=True):
         line, words = style.LEVEL_STYLES[marker.name]
-        # autocompact's label goes above the bar so the three labels never overlap
-        above = marker.name == "autocompact"
-        place = "bottom:100%;" if above else "top:100%;"
+        # Rows alternate below and above the bar, then a second line below and above.
+        # Plain offsets and a sized box aligned inside (no calc() or transform), so the
+        # labels keep their places where a sanitizer drops those (untrusted notebooks).
+        offset = _BAR_PX + (row // 2) * _LABEL_ROW_PX
+        place = f"top:{offset}px;" if row % 2 == 0 else f"bottom:{offset}px;"
+        align = {"centre": "center", "end": "right", "start": "left"}[anchor]
         marks.append(
             f"<div title='{esc(marker.name)} at {marker.tokens:,} tokens: {esc(words)}' "
             f"style='position:absolute;top:-5px;bottom:-5px;left:{marker.position:.3f}%;"
             f"border-left:{line} {FONT};'></div>"
-            f"<div style='position:absolute;{place}left:{marker.position:.3f}%;"
-            f"transform:translateX(-50%);font-size:10px;white-space:nowrap;{_MUTED}"
-            f"padding:{'0 0 4px' if above else '4px 0 0'};'>"
-            f"{esc(marker.name)} {_k(marker.tokens)}</div>"
+            f"<div style='position:absolute;{place}left:{left:.3f}%;width:{width:.3f}%;"
+            f"text-align:{align};font-size:10px;line-height:{_LABEL_ROW_PX}px;"
+            f"white-space:nowrap;{_MUTED}'>"
+            f"{esc(_marker_label(marker))}</div>"
         )
+    below = sum(1 for row, *_ in placed if row % 2 == 0)
+    above = sum(1 for row, *_ in placed if row % 2 == 1)
+    rows_below = max((row // 2 + 1 for row, *_ in placed if row % 2 == 0), default=0)
+    rows_above = max((row // 2 + 1 for row, *_ in placed if row % 2 == 1), default=0)
+    top = 6 + rows_above * _LABEL_ROW_PX if above else 6
+    bottom = 6 + rows_below * _LABEL_ROW_PX if below else 6
     return (
         f"<div role='img' aria-label='{esc('Context window: ' + summary)}' "
-        "style='position:relative;margin:20px 0 22px 0;'>"
+        f"style='position:relative;margin:{top}px 0 {bottom}px 0;'>"
         f"<div style='display:flex;height:22px;border:1px solid {BORDER};border-radius:3px;"
         f"overflow:hidden;background:{SURFACE};'>{''.join(segments)}</div>"
         f"{''.join(marks)}</div>"
     )
+
+
+#: Height of one row of level labels around the bar.
+_LABEL_ROW_PX = 14
+#: Height of the bar with its border: where the rows of labels start.
+_BAR_PX = 24
+#: Width of one label character as a share of the bar, generous for a narrow notebook.
+_LABEL_CHAR_PERCENT = 1.0
+
+
+def _marker_label(marker: Marker) -> str:
+    return f"{marker.name} {_k(marker.tokens)}"
+
+
+def _place_marker_labels(state: ContextState) -> list[tuple[int, str, float, float]]:
+    """Row, anchor, left edge and width (percent of the bar) of each level label, so
+    that no two overlap and none leaves the bar.
+
+    With a large window the three levels sit within a few percent of each other near the
+    end of the bar (1M tokens: 94.7, 96.7 and 97.7%), so centring each label on its mark
+    would overlap them and push the last past the edge. A label near an edge is anchored
+    to end (or start) at its mark; a label that would overlap one already placed in a row
+    goes to the next row. Rows are numbered 0 (below the bar), 1 (above), 2 (below, second
+    line), 3 (above, second line), ...
+    """
+    taken: dict[int, list[tuple[float, float]]] = {}
+    placed: list[tuple[int, str, float, float]] = []
+    for marker in state.markers:
+        width = len(_marker_label(marker)) * _LABEL_CHAR_PERCENT
+        if marker.position + width / 2 > 100:
+            anchor, left = "end", marker.position - width
+        elif marker.position - width / 2 < 0:
+            anchor, left = "start", marker.position
+        else:
+            anchor, left = "centre", marker.position - width / 2
+        span = (left, left + width)
+        row = 0
+        while any(span[0] < b and a < span[1] for a, b in taken.get(row, [])):
+            row += 1
+        taken.setdefault(row, []).append(span)
+        placed.append((row, anchor, left, width))
+    return placed
 
 
 def legend_html(state: ContextState) -> str:
@@ -184,7 +238,13 @@ def item_html(item: ItemView, *, full: bool = False) -> str:
     )
 
 
-def _category_html(cat: CategoryView) -> str:
+def unitemized_words(cat: CategoryView, source: str) -> str:
+    """The label of a category's difference row: where its total comes from."""
+    return (f"not itemized: the rows are offline estimates, the total is from "
+            f"{_SOURCE_WORDS.get(source, source)}")
+
+
+def _category_html(cat: CategoryView, source: str = "estimate") -> str:
     if not cat.items:
         return ""
     sw = style.swatch(cat.name)
@@ -201,6 +261,8 @@ def _category_html(cat: CategoryView) -> str:
         f"<details style='margin:3px 0'><summary>{box} [{esc(sw.tag)}] <b>{esc(cat.name)}</b> — "
         f"{cat.tokens:,} tokens ({cat.percent:.1f}%) · {count}</summary>"
         + skipped + "".join(item_html(item) for item in shown)
+        + (f"<div style='margin:2px 0 2px 12px;{_MUTED}'>{cat.unitemized:+,} tokens "
+           f"{esc(unitemized_words(cat, source))}</div>" if cat.unitemized else "")
         + "</details>"
     )
 
@@ -266,7 +328,7 @@ def context_html(
     folded open to the text that was sent (each text cut at :data:`PREVIEW_CHARS`)."""
     state = _state(report, decisions, assembled)
     facts = "".join(f"<div>{esc(line)}</div>" for line in context_facts(state))
-    cats = "".join(_category_html(c) for c in state.categories)
+    cats = "".join(_category_html(c, state.source) for c in state.categories)
     return (
         f"<div class='jupyter-memory-context' style='{_ROOT}'>"
         + context_header(state) + bar_html(state) + legend_html(state)

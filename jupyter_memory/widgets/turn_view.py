@@ -17,7 +17,7 @@ import ipywidgets as widgets
 
 from jupyter_memory.context.request_parts import expand_request, known_part
 from jupyter_memory.errors import JupyterMemoryError
-from jupyter_memory.magics.render import markdown_to_html
+from jupyter_memory.magics.render import markdown_to_html, usage_text
 from jupyter_memory.widgets import style
 from jupyter_memory.widgets._base import fallback_bundle
 from jupyter_memory.widgets.data import TurnMemories, turn_memories
@@ -34,10 +34,7 @@ def _footer(record: Mapping[str, Any]) -> str:
     ctx = record.get("context") or {}
     bits = [f"turn {record.get('turn', '?')}", str(record.get("model") or "")]
     if usage:
-        bits.append(f"{usage.get('input_tokens', 0):,} in · "
-                    f"{usage.get('cache_read_input_tokens', 0):,} cache read · "
-                    f"{usage.get('cache_creation_input_tokens', 0):,} cache write · "
-                    f"{usage.get('output_tokens', 0):,} out")
+        bits.append(usage_text(dict(usage)))
     if ctx.get("window"):
         bits.append(f"context {ctx.get('used', 0):,} / {ctx['window']:,}")
     return " · ".join(b for b in bits if b)

@@ -1,6 +1,7 @@
 /**
  * jupyter-memory's JupyterLab plugins: the Memory panel and the notebook path
- * sync for kernels. The turn renderer is a separate `mimeExtension` (mime.ts).
+ * sync for kernels, and the static fallback of widget outputs (widgetview.ts).
+ * The turn renderer is a separate `mimeExtension` (mime.ts).
  */
 import {
   ILabShell,
@@ -14,6 +15,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { KernelPathSync } from './kernelpath';
 import { MemoryPanel } from './panel';
+import { viewPlugin } from './widgetview';
 
 const OPEN_PANEL = 'jupyter-memory:open-panel';
 
@@ -82,4 +84,4 @@ const kernelPathPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [panelPlugin, kernelPathPlugin];
+export default [panelPlugin, kernelPathPlugin, viewPlugin];

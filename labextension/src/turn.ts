@@ -102,8 +102,15 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     const input = asNumber(usage.input_tokens);
     const output = asNumber(usage.output_tokens);
     if (input !== null || output !== null) {
+      // input_tokens counts only the uncached part: a request served from the
+      // cache reports 0, so the size is the sum of the three.
+      const read = asNumber(usage.cache_read_input_tokens) ?? 0;
+      const written = asNumber(usage.cache_creation_input_tokens) ?? 0;
+      const total = (input ?? 0) + read + written;
       bits.push(
-        `${formatTokens(input ?? 0)} in · ${formatTokens(output ?? 0)} out`
+        `${formatTokens(total)} in (${formatTokens(input ?? 0)} uncached · ` +
+          `${formatTokens(read)} cache read · ${formatTokens(written)} cache write) · ` +
+          `${formatTokens(output ?? 0)} out`
       );
     }
     if (record.ended || record.started) {
