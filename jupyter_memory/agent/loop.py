@@ -20,6 +20,7 @@ from jupyter_memory.agent.hooks import dispatch
 from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import count_breakpoints, digest
+from jupyter_memory.context.pricing import charge
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
 
@@ -264,6 +265,7 @@ def _call_model(turn: TurnState, client: Any, round_index: int) -> Any:
                 turn.events.on_text(event.text)
         message = stream.get_final_message()
     turn.got_response = True
+    charge(session, "main", message, str(body.get("model") or ""))
     usage = Usage.from_api(message.usage)
     turn.usage = turn.usage + usage
     session.last_usage = usage
