@@ -5,7 +5,7 @@ cache write a quarter more, and the side calls (the recall selector, the extract
 fork, compaction summaries, session notes) never show in a turn's own numbers. The
 session keeps one :class:`CostLedger` that every call site charges (``charge``); the
 ledger's snapshot travels in each turn record under ``"cost"``, so a saved notebook can
-be priced without a kernel (``jupyter-memory cost NOTEBOOK.ipynb``, docs/cost.md).
+be priced without a kernel (``jupyter-memory cost NOTEBOOK.ipynb``, docs/context.md).
 
 Prices are US dollars per million tokens from Anthropic's public pricing page
 (https://platform.claude.com/docs/en/about-claude/pricing, read 2026-12-01). Cache
