@@ -259,3 +259,56 @@ def test_cli_explains_a_missing_or_broken_notebook(tmp_path):
     empty = _notebook(tmp_path / "empty.ipynb", [])
     code, out, _ = _cli("cost", str(empty))
     assert code == 0 and "no agent turns" in out
+
+
+# ----------------------------------------------------------------------------- %context --cost
+
+
+@pytest.fixture
+def ip(shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from jupyter_memory.magics import load_ipython_extension
+    from jupyter_memory.magics.state import forget_state
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
+    monkeypatch.delenv("JUPYTER_MEMORY_EXTRACTION", raising=False)  # conftest turns it off
+    monkeypatch.chdir(project)
+    forget_state(shell)
+    load_ipython_extension(shell)
+    yield shell
+    forget_state(shell)
+
+
+def test_context_cost_magic_prices_the_live_session_and_matches_the_saved_cells(ip, fake_api, tmp_path):
+    from shell_helpers import run
+
+    from jupyter_memory.magics.state import state_for
+
+    cap = run(ip, "%context --cost")
+    assert "No model call yet" in cap.stdout
+
+    def answer(body: dict[str, Any]) -> Turn:
+        if EXTRACTION_MARKER in _text(body):
+            return Turn(text="Nothing to save.", usage=EXTRACT)
+        return Turn(text="Forty-two.", usage=MAIN)
+
+    fake_api.responder = answer
+    turn_cap = run(ip, "%%agent\nWhat is six times seven?")
+    session = state_for(ip).session
+    assert hook_for(session).wait(30)
+    data = json.loads(run(ip, "%context --cost --json").stdout)
+    by_kind = {r["kind"]: r for r in data["rows"]}
+    assert by_kind["main"]["calls"] == 1 and by_kind["extraction"]["calls"] == 1
+    assert by_kind["main"]["cache_writes"] == MAIN["cache_creation_input_tokens"]
+    assert data["simulated"] is True and data["total"]["dollars"] > 0
+    text = run(ip, "%context --cost").stdout
+    assert "main turns (simulated)" in text and "extraction fork (simulated)" in text
+
+    # The cell's saved output carries the ledger as it was when the turn ended.
+    saved = [o.data[TURN_MIME] for o in turn_cap.outputs if TURN_MIME in o.data]
+    nb = _notebook(tmp_path / "live.ipynb", saved)
+    code, out, _ = _cli("cost", str(nb), "--json")
+    assert code == 0
+    assert {r["kind"]: r["calls"] for r in json.loads(out)["rows"]}["main"] == 1
+    assert fake_api.failures == []
