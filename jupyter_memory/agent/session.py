@@ -132,6 +132,8 @@ class Session:
     last_record: dict[str, Any] | None = None
     #: Usage of every model call this session made, by kind (context/pricing.py).
     cost_ledger: CostLedger = field(default_factory=CostLedger)
+    #: The sandbox (agent/sandbox.py) this session's model calls were switched to, if any.
+    sandbox: Any = None
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser().resolve()
