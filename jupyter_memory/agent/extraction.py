@@ -47,6 +47,7 @@ from typing import Any
 
 from jupyter_memory.agent.tools import PermissionPolicy, ToolContext, ToolRegistry, ToolResult
 from jupyter_memory.context.assemble import assemble
+from jupyter_memory.context.pricing import charge
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir import frontmatter
@@ -129,6 +130,7 @@ def run_sandboxed(
     run_tool: Callable[[str, Mapping[str, Any]], ToolResult],
     *,
     max_calls: int = MAX_CALLS,
+    on_response: Callable[[Any], None] | None = None,
 ) -> SandboxedRun:
     """Call the model until it answers without tools or ``max_calls`` calls were made.
 
@@ -137,6 +139,7 @@ def run_sandboxed(
     must not raise (a :class:`~jupyter_memory.agent.tools.ToolRegistry` turns failures into
     error results). Tool calls of the last permitted call still run, so writes the model
     made in parallel land; it just gets no further call. API errors propagate.
+    ``on_response`` sees each response as it comes (the session charges its cost ledger).
     """
     run = SandboxedRun(list(messages))
     while run.calls < max_calls:
@@ -145,6 +148,8 @@ def run_sandboxed(
         with client.messages.stream(**body) as stream:
             message = stream.get_final_message()
         run.calls += 1
+        if on_response is not None:
+            on_response(message)
         run.usage = run.usage + Usage.from_api(message.usage)
         content = [_block(b) for b in message.content]
         run.messages.append({"role": "assistant", "content": content})
@@ -648,8 +653,9 @@ class ExtractionHook:
                 return assemble(replace(state, tools=offered)).body
 
             try:
-                result = run_sandboxed(request.client, body_for, [first], run_tool,
-                                       max_calls=self.max_calls)
+                result = run_sandboxed(
+                    request.client, body_for, [first], run_tool, max_calls=self.max_calls,
+                    on_response=lambda m: charge(session, "extraction", m, session.config.model))
             except BaseException:
                 _put_back(store)  # a failed run changes nothing, not even half of it
                 raise

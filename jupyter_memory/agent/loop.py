@@ -18,6 +18,7 @@ from jupyter_memory.agent.hooks import dispatch
 from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import count_breakpoints, digest
+from jupyter_memory.context.pricing import charge
 from jupyter_memory.context.request_parts import part_store
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
@@ -235,6 +236,7 @@ def _call_model(turn: TurnState, client: Any, round_index: int) -> Any:
     finally:  # worked out once the request is on its way, not before it leaves
         entry.update(digest=digest(body), breakpoints=count_breakpoints(body))
     turn.got_response = True
+    charge(session, "main", message, str(body.get("model") or ""))
     usage = Usage.from_api(message.usage)
     turn.usage = turn.usage + usage
     session.last_usage = usage

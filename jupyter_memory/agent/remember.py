@@ -669,8 +669,11 @@ def remember_with_agent(
         return {"model": session.config.model, "max_tokens": session.config.max_tokens,
                 "system": system, "tools": definitions, "messages": messages}
 
+    from jupyter_memory.context.pricing import charge
+
     run = run_sandboxed(client, body_for, [first],
-                        lambda tool, args: registry.run(tool, args, ctx), max_calls=max_calls)
+                        lambda tool, args: registry.run(tool, args, ctx), max_calls=max_calls,
+                        on_response=lambda m: charge(session, "remember", m, session.config.model))
     files = [f for f in recording.before if f != INDEX_NAME and (folder / f).exists()]
     created = [f for f in files if recording.before[f] is None]
     out = RememberResult("agent", folder, files, created, agent_text=run.final_text)

@@ -29,6 +29,7 @@ from jupyter_memory.context.assemble import (
     report,
 )
 from jupyter_memory.context.models import default_model, default_small_model
+from jupyter_memory.context.pricing import CostLedger
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import ConfigError
 
@@ -98,6 +99,17 @@ class AgentConfig:
         return replace(base, **overrides) if overrides else base
 
 
+class _CostInRecord:
+    """Puts the session's cost ledger so far into each turn record (``record["cost"]``),
+    so a saved notebook can be priced without its kernel."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def after_turn(self, turn: Any, result: Any) -> None:
+        result.record["cost"] = self.session.cost_ledger.to_json()
+
+
 @dataclass
 class Session:
     """The state of one conversation with the agent, and the memory it can use."""
@@ -120,6 +132,10 @@ class Session:
     client_factory: Any = None
     #: The record of the last finished turn (what ``%context`` shows recall decisions from).
     last_record: dict[str, Any] | None = None
+    #: Usage of every model call this session made, by kind (context/pricing.py).
+    cost_ledger: CostLedger = field(default_factory=CostLedger)
+    #: The sandbox (agent/sandbox.py) this session's model calls were switched to, if any.
+    sandbox: Any = None
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser().resolve()
@@ -144,6 +160,7 @@ class Session:
         from jupyter_memory.agent.compaction import install as install_compaction
 
         install_compaction(self)
+        self.hooks.append(_CostInRecord(self))
         self.reload()
 
     # ------------------------------------------------------------------ memory

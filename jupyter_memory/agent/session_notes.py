@@ -390,6 +390,10 @@ class SessionMemory:
             system=_SYSTEM,
             messages=[{"role": "user", "content": update_prompt(current, render_conversation(new))}],
         )
+        from jupyter_memory.context.pricing import charge
+
+        charge(self.session, "notes", reply,
+               self.session.config.small_model or self.session.config.model)
         text = "".join(getattr(b, "text", "") for b in reply.content if b.type == "text")
         notes = extract_notes(text)
         if not has_sections(notes) or is_empty(notes):

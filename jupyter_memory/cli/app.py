@@ -484,6 +484,27 @@ def _repair(ctx: Context) -> int:
     return EXIT_FAILED if any(f.severity == "error" for f in report.left) else EXIT_OK
 
 
+@command(
+    "cost",
+    "What a saved notebook's model calls cost: calls and tokens by kind of call (main, "
+    "selector, extraction, summaries, notes), priced; usage from the local scripted server "
+    "is labelled simulated.",
+    arg("notebook", metavar="NOTEBOOK.ipynb"),
+)
+def _cost(ctx: Context) -> int:
+    from jupyter_memory.context.pricing import notebook_ledger, report
+
+    path = Path(ctx.args.notebook).expanduser()
+    ledger, note = notebook_ledger(path)
+    rep = report(ledger, f"the turn records saved in {path.name}", note)
+    if not rep.rows:
+        ctx.emit(rep.to_json(), f"{path.name} has no agent turns in its saved outputs: "
+                 "nothing was called, or the notebook was saved without outputs.")
+        return EXIT_OK
+    ctx.emit(rep.to_json(), rep.render_text())
+    return EXIT_OK
+
+
 @command("index", "Print MEMORY.md exactly as the model receives it (after the limits).")
 def _index(ctx: Context) -> int:
     loaded = load_for_model(ctx.store.read_index())

@@ -20,12 +20,14 @@ def load_ipython_extension(ipython: Any) -> None:
     from jupyter_memory.magics.compact import CompactMagics
     from jupyter_memory.magics.context import ContextMagics
     from jupyter_memory.magics.memory import MemoryMagics
+    from jupyter_memory.magics.sandbox import SandboxMagics
 
     agent = Agent(shell=ipython)
     ipython.register_magics(agent)
     ipython.register_magics(ContextMagics(shell=ipython, agent=agent))
     ipython.register_magics(MemoryMagics(shell=ipython, agent=agent))
     ipython.register_magics(CompactMagics(shell=ipython, agent=agent))
+    ipython.register_magics(SandboxMagics(shell=ipython, agent=agent))
     if agent not in ipython.configurables:
         ipython.configurables.append(agent)
     cleanup = ipython.input_transformers_cleanup

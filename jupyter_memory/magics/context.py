@@ -28,6 +28,8 @@ class ContextMagics(Magics):
     @argument("--brief", action="store_true",
               help="Plain text, categories only, without per-file rows.")
     @argument("--text", action="store_true", help="Plain text instead of the widget.")
+    @argument("--cost", action="store_true",
+              help="What this session's model calls cost so far, by kind of call, priced.")
     @line_magic
     def context(self, line: str = "") -> Any:
         """Show what the next request to the model holds, by category, with budgets.
@@ -39,12 +41,25 @@ class ContextMagics(Magics):
             %context --json     # the same as JSON, for scripts
             %context --raw      # the exact request body
             %context --count    # exact size from the endpoint's count-tokens API
+            %context --cost     # every model call so far (main, selector, extraction,
+                                # summaries, notes): tokens and price; --json for data
 
         Counts are offline estimates until the agent has answered once; after that the
         real usage of the last response is used, as the reference does.
         """
         args = parse_argstring(self.context, line)
         session = self.agent.session()
+        if args.cost:
+            from jupyter_memory.context.pricing import report
+
+            rep = report(session.cost_ledger, "this session, live")
+            if args.json:
+                print(json.dumps(rep.to_json(), indent=2, ensure_ascii=False))
+            elif not rep.rows:
+                print("No model call yet in this session: nothing to price.")
+            else:
+                print(rep.render_text())
+            return None
         if args.raw:
             print(session.assemble().to_json_pretty())
             return None

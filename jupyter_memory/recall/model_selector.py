@@ -10,7 +10,7 @@ the manifest that was shown, at most five, in the order given.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,7 +164,14 @@ def validate(names: Iterable[str], manifest_files: Iterable[str]) -> SelectorAns
     return SelectorAnswer(tuple(kept), tuple(dropped), tuple(over))
 
 
-def call_selector(client: Any, request: Mapping[str, Any]) -> list[str]:
-    """Send ``request`` (from :func:`build_request`) through the SDK; the names it chose."""
+def call_selector(
+    client: Any, request: Mapping[str, Any], on_response: Callable[[Any], None] | None = None
+) -> list[str]:
+    """Send ``request`` (from :func:`build_request`) through the SDK; the names it chose.
+
+    ``on_response`` sees the raw response first (the session charges its cost ledger).
+    """
     response = client.messages.create(**request, timeout=SELECTOR_TIMEOUT_SECONDS)
+    if on_response is not None:
+        on_response(response)
     return parse_answer(response)

@@ -352,7 +352,12 @@ class Prefetch:
                                     self.recent_tools)
             with self._lock:
                 self.request = request
-            answer = validate(call_selector(self._client, request), files)
+            from jupyter_memory.context.pricing import charge
+
+            def on_response(response: Any) -> None:
+                charge(session, "selector", response, str(request.get("model") or ""))
+
+            answer = validate(call_selector(self._client, request, on_response), files)
             with self._lock:
                 self._unknown = list(answer.dropped)
                 self._over_limit = list(answer.over_limit)

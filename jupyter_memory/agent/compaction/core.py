@@ -330,6 +330,9 @@ def _summarise(
             work = work[cut:]
             dropped += cut
             continue
+        from jupyter_memory.context.pricing import charge
+
+        charge(session, "summary", message, str(body.get("model") or ""))
         usage = Usage.from_api(message.usage)
         entry["usage"] = usage.to_json()
         reply = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")

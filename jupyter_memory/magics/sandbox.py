@@ -1,0 +1,57 @@
+"""``%sandbox``: where this session's model calls go (local echo, a script, or live)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from IPython.core.magic import Magics, line_magic, magics_class
+
+from jupyter_memory.agent.sandbox import SandboxError, sandbox_of, use_sandbox
+
+USAGE = ("Usage: %sandbox echo | %sandbox script FILE.json | %sandbox live | %sandbox "
+         "(shows the current mode).")
+
+
+@magics_class
+class SandboxMagics(Magics):
+    def __init__(self, shell: Any = None, agent: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.agent = agent
+
+    @line_magic
+    def sandbox(self, line: str = "") -> None:
+        """Answer this session's model calls locally, so a changed cell is answered.
+
+        Examples::
+
+            %sandbox echo                  # the local server echoes your message
+            %sandbox script answers.json   # scripted answers first (docs/fake-api.md), then echo
+            %sandbox live                  # back to ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL
+            %sandbox                       # which one is in use
+
+        A replayed notebook switched to a sandbox stops replaying: its next requests go to
+        the sandbox. Usage from the local server is labelled simulated (``%context --cost``).
+        """
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            print(f"{exc}. {USAGE}")
+            return None
+        session = self.agent.session()
+        if not words:
+            box = sandbox_of(session)
+            print(box.describe() if box is not None else
+                  "No sandbox: model calls go where the environment (or a replay) says. " + USAGE)
+            return None
+        mode, rest = words[0], words[1:]
+        if len(rest) > (1 if mode == "script" else 0):
+            print(f"Too many arguments: {line.strip()!r}. {USAGE}")
+            return None
+        try:
+            box = use_sandbox(session, mode, rest[0] if rest else None)
+        except SandboxError as exc:
+            print(f"{exc}\n{USAGE}")
+            return None
+        print(box.describe())
+        return None
