@@ -340,7 +340,8 @@ export class MemoryPanel extends Widget {
     if (memory.scope === 'team') {
       // Shared with the whole team through the team folder (SPEC §8).
       const scope = el('span', 'jp-MemoryPanel-scope', 'team');
-      scope.title = 'Team memory: shared with everyone who syncs the team folder';
+      scope.title =
+        'Team memory: shared with everyone who syncs the team folder';
       open.append(scope);
     }
     open.append(age);

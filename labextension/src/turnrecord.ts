@@ -74,6 +74,10 @@ export interface TurnRecord {
    * Automatic compactions made during the turn, before its own messages.
    */
   compactions?: Compaction[];
+  /**
+   * Every model call of the session so far, by kind and model (context/pricing.py): what a 'what this notebook cost' report adds up.
+   */
+  cost?: CostRow[];
 }
 /**
  * This interface was referenced by `TurnRecord`'s JSON-Schema
@@ -122,6 +126,12 @@ export interface RecallRecord {
   selector: {
     [k: string]: unknown;
   } | null;
+  /**
+   * Decisions left out of the record past the cap of 200, counted by kind (%memory why lists them all).
+   */
+  omitted?: {
+    [k: string]: number;
+  };
   [k: string]: unknown;
 }
 /**
@@ -241,6 +251,20 @@ export interface Compaction {
   summary: string;
   kept_messages?: number | null;
   [k: string]: unknown;
+}
+/**
+ * This interface was referenced by `TurnRecord`'s JSON-Schema
+ * via the `definition` "costRow".
+ */
+export interface CostRow {
+  kind: 'main' | 'selector' | 'extraction' | 'remember' | 'summary' | 'notes';
+  model: string;
+  /**
+   * Usage from the local scripted server, not a real endpoint.
+   */
+  simulated: boolean;
+  calls: number;
+  usage: Usage;
 }
 /**
  * A part of kind conversation: the messages it adds to the conversation of its prefix.

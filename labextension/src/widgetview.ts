@@ -17,7 +17,10 @@
  * manager), so this is a plugin that binds a factory to each notebook's
  * registry, not a `mimeExtension`.
  */
-import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
@@ -83,10 +86,17 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
     }
     const view = model.data[WIDGET_MIME] as { model_id?: string } | undefined;
     // A widget view is never shown for an untrusted output (its renderer is not safe).
-    if (!model.trusted || !view || !view.model_id || !this.registry.getFactory(WIDGET_MIME)) {
+    if (
+      !model.trusted ||
+      !view ||
+      !view.model_id ||
+      !this.registry.getFactory(WIDGET_MIME)
+    ) {
       return;
     }
-    const live = this.registry.createRenderer(WIDGET_MIME) as IRenderMime.IRenderer;
+    const live = this.registry.createRenderer(
+      WIDGET_MIME
+    ) as IRenderMime.IRenderer;
     live.hide();
     this._live = live;
     this.addWidget(live);
@@ -108,7 +118,8 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
 
   private _watchLive(live: Widget): void {
     const update = () => {
-      const hasView = live instanceof Panel && live.widgets.length > 0 && !live.isDisposed;
+      const hasView =
+        live instanceof Panel && live.widgets.length > 0 && !live.isDisposed;
       if (hasView) {
         live.show();
         this._fallback?.hide();
@@ -154,8 +165,9 @@ function viewRenderersOf(panel: NotebookPanel): ViewRenderer[] {
   const found: ViewRenderer[] = [];
   for (const cell of panel.content.widgets) {
     // Code cells only (typed by shape: @jupyterlab/cells is not a dependency of ours).
-    const outputArea = (cell as unknown as { outputArea?: { widgets: readonly Widget[] } })
-      .outputArea;
+    const outputArea = (
+      cell as unknown as { outputArea?: { widgets: readonly Widget[] } }
+    ).outputArea;
     if (cell.model.type !== 'code' || !outputArea) {
       continue;
     }
@@ -177,7 +189,10 @@ function viewRenderersOf(panel: NotebookPanel): ViewRenderer[] {
  * hands its manager only to widget renderers that are direct output children,
  * which ours, nested in the view renderer, are not.)
  */
-async function attachToNotebook(panel: NotebookPanel, global: IRenderMimeRegistry): Promise<void> {
+async function attachToNotebook(
+  panel: NotebookPanel,
+  global: IRenderMimeRegistry
+): Promise<void> {
   const registry = panel.content.rendermime;
   bindViewRenderer(registry);
   try {
@@ -188,7 +203,11 @@ async function attachToNotebook(panel: NotebookPanel, global: IRenderMimeRegistr
   const unbound = global.getFactory(WIDGET_MIME);
   // jupyterlab-manager replaces the cloned widget factory once the session is ready,
   // in a callback of its own: look for the change for a few seconds at most.
-  for (let tries = 0; tries < 100 && registry.getFactory(WIDGET_MIME) === unbound; tries++) {
+  for (
+    let tries = 0;
+    tries < 100 && registry.getFactory(WIDGET_MIME) === unbound;
+    tries++
+  ) {
     if (panel.isDisposed) {
       return;
     }
@@ -207,7 +226,8 @@ async function attachToNotebook(panel: NotebookPanel, global: IRenderMimeRegistr
 
 export const viewPlugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-memory:widget-fallback',
-  description: 'Shows the static copy of a jupyter-memory widget output when its model is gone.',
+  description:
+    'Shows the static copy of a jupyter-memory widget output when its model is gone.',
   autoStart: true,
   requires: [IRenderMimeRegistry],
   optional: [INotebookTracker],
@@ -222,7 +242,9 @@ export const viewPlugin: JupyterFrontEndPlugin<void> = {
       // Each notebook's registry is a clone that jupyterlab-manager gives the
       // notebook's widget manager; bind ours to it so live widgets can show.
       tracker.forEach(panel => void attachToNotebook(panel, rendermime));
-      tracker.widgetAdded.connect((_, panel) => void attachToNotebook(panel, rendermime));
+      tracker.widgetAdded.connect(
+        (_, panel) => void attachToNotebook(panel, rendermime)
+      );
     }
   }
 };
