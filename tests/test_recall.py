@@ -266,12 +266,19 @@ def test_offline_selector_selects_nothing_for_unrelated_messages():
     assert selector.select("anything", []).files == []
 
 
-def test_offline_selector_reasons_are_labelled_and_deterministic():
-    first = selector.select("is revenue stored in cents?", MEMS)
-    again = selector.select("is revenue stored in cents?", list(reversed(MEMS)))
+@pytest.mark.parametrize("semantic", [False, None])
+def test_offline_selector_reasons_are_labelled_and_deterministic(semantic):
+    first = selector.select("is revenue stored in cents?", MEMS, semantic=semantic)
+    again = selector.select("is revenue stored in cents?", list(reversed(MEMS)),
+                            semantic=semantic)
     assert first.files == again.files == ["project_revenue_in_cents.md"]
-    assert first.reason("project_revenue_in_cents.md").startswith("offline selector: score")
-    assert first.reason("user_editor.md").startswith("offline selector: no term")
+    assert first.reason("project_revenue_in_cents.md").startswith(f"offline selector ({first.mode}): score")
+    assert "lexical 1.00 (BM25F" in first.reason("project_revenue_in_cents.md")
+    assert first.reason("user_editor.md").startswith(
+        f"offline selector ({first.mode}): " + ("nothing in the message matches"
+                                                 if first.mode == "lexical" else "no word"))
+    cents = first.scores["project_revenue_in_cents.md"]
+    assert (cents.similarity is None) == (first.mode == "lexical")
 
 
 def test_prefetch_without_a_client_uses_the_offline_selector(session):

@@ -22,22 +22,31 @@ several things can still pick one memory per thing.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import math
 import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = [
+    "HYBRID_POLICY",
     "LABEL",
+    "LEXICAL_POLICY",
     "MAX_SELECTED",
+    "STEMMER",
+    "Policy",
     "Ranked",
     "Selection",
+    "choose",
+    "fuse",
+    "is_list_question",
     "rank",
     "select",
+    "semantic_status",
     "tokenize",
 ]
 
@@ -120,10 +129,57 @@ _SUFFIXES = (
 )
 
 
+def _snowball() -> Any:
+    """The Snowball English stemmer when ``snowballstemmer`` is installed, else ``None``."""
+    try:
+        import snowballstemmer
+    except ImportError:
+        return None
+    return snowballstemmer.stemmer("english")
+
+
+_SNOWBALL = _snowball()
+STEMMER = "snowball (english)" if _SNOWBALL is not None else "light suffix stripper"
+"""Which stemmer the lexical part uses (shown by ``%memory why``)."""
+
+
+# Irregular past forms no suffix rule can join with their verb (broke/broken -> break).
+_IRREGULAR = {
+    past: verb
+    for verb, forms in {
+        "begin": "began begun", "break": "broke broken", "bring": "brought",
+        "build": "built", "buy": "bought", "catch": "caught", "choose": "chose chosen",
+        "come": "came", "draw": "drew drawn", "drive": "drove driven", "eat": "ate eaten",
+        "fall": "fell fallen", "feel": "felt", "fight": "fought", "find": "found",
+        "fly": "flew flown", "forget": "forgot forgotten", "get": "got gotten",
+        "give": "gave given", "go": "went gone", "grow": "grew grown", "hear": "heard",
+        "hold": "held", "keep": "kept", "know": "knew known", "lead": "led", "leave": "left",
+        "lose": "lost", "make": "made", "meet": "met", "pay": "paid", "ride": "rode ridden",
+        "rise": "rose risen", "run": "ran", "say": "said", "see": "saw seen", "sell": "sold",
+        "send": "sent", "sing": "sang sung", "sit": "sat", "sleep": "slept",
+        "speak": "spoke spoken", "spend": "spent", "steal": "stole stolen",
+        "swim": "swam swum", "take": "took taken", "teach": "taught", "tell": "told",
+        "think": "thought", "throw": "threw thrown", "understand": "understood",
+        "wear": "wore worn", "win": "won", "write": "wrote written",
+    }.items()
+    for past in forms.split()
+}
+
+
+@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """A light suffix stripper: enough to join plural, tense and -ation/-ize forms."""
+    """Snowball's English stemmer (breaks -> break, plus irregular forms: broke -> break),
+    or the light stripper without it."""
+    word = _IRREGULAR.get(word, word)
     if len(word) <= 3 or not word.isalpha():
         return word
+    if _SNOWBALL is not None:
+        return _SNOWBALL.stemWord(word)
+    return _light_stem(word)
+
+
+def _light_stem(word: str) -> str:
+    """A light suffix stripper: enough to join plural, tense and -ation/-ize forms."""
     for suffix, repl in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) + len(repl) >= 3:
             if suffix == "s" and word.endswith(("ss", "us", "is")):
@@ -313,6 +369,57 @@ def _expand(text: str) -> _Query:
     return _Query(terms, weights, source)
 
 
+# ----------------------------------------------------------------------------- policy
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How the parts of a score are weighed and how many memories are attached.
+
+    Fitted on the development split of the LoCoMo evaluation set, never guessed, by
+    ``benchmarks/fit_recall.py`` (which prints these values); one policy for the lexical
+    selector alone and one for the hybrid. A memory is eligible when its words pass the
+    lexical floor and coverage rule, or its meaning passes ``semantic_floor`` (a cosine
+    similarity); eligible memories are kept best first while their fused score is at least
+    ``relative_to_best`` of the best one, up to ``one_fact_limit`` for a question about one
+    thing and ``list_limit`` for a list or several-part question.
+    """
+
+    semantic_weight: float
+    date_weight: float
+    relative_to_best: float
+    semantic_floor: float
+    one_fact_limit: int
+    list_limit: int
+    entity_penalty: float
+    meaning_alone_floor: float = 1.01
+
+
+LEXICAL_POLICY = Policy(semantic_weight=0.0, date_weight=1.0, relative_to_best=0.6,
+                        semantic_floor=1.0, one_fact_limit=5, list_limit=5,
+                        entity_penalty=0.7)
+HYBRID_POLICY = Policy(semantic_weight=1.5, date_weight=1.0, relative_to_best=0.65,
+                       semantic_floor=0.3, one_fact_limit=5, list_limit=2,
+                       entity_penalty=1.0, meaning_alone_floor=0.63)
+"""``meaning_alone_floor``: a memory that shares no word with the message needs a cosine
+above 95% of the best matches a development question finds among another conversation's
+memories (measured by ``benchmarks/fit_recall.py --unrelated``), so an unrelated message
+still attaches nothing."""
+
+_LIST_RE = re.compile(
+    r"(?i)\b(?:how\s+many|both|list|all\s+(?:the\s+)?\w+s|ever|which\s+\w+s|what\s+(?:\w+\s+)?"
+    r"(?:things|activities|kinds|types|books|events|places|items|hobbies|ways|pets|games|"
+    r"instruments|sports|countries|cities|songs|artists|movies|names|steps|tools|people|"
+    r"projects|plans|goals|changes|issues|problems|rules|settings|tables|metrics|"
+    r"\w+ies|\w+s\s+(?:has|have|did|does|do))|and\s+[A-Z]\w+|各|哪些|どんな)\b")
+_ENTITY_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,})(?:'s)?\b")
+
+
+def is_list_question(text: str) -> bool:
+    """Whether ``text`` asks for several things (a list, a count, two people), not one fact."""
+    return bool(_LIST_RE.search(text))
+
+
 # ----------------------------------------------------------------------------- ranking
 
 
@@ -320,9 +427,15 @@ def _expand(text: str) -> _Query:
 class Ranked:
     """One memory's score for a query; ``excluded`` says why it was left out, if it was.
 
+    ``score`` is the fused score that orders memories (0 to 1): the weighted mean of the
+    ``lexical`` part (BM25F, as a share of the best memory's), the ``semantic`` part (the
+    cosine similarity, as a share of the spread above the average memory; ``None``
+    without the semantic extra) and the ``date`` part (``None`` when the message names no
+    date). ``lexical_score`` is the raw BM25F score, ``similarity`` the raw cosine.
     ``coverage`` is the share of the message's information (IDF mass of its terms) that
     the memory matches; ``priority`` marks a warning about a recently used tool;
-    ``anchor`` is the rare word of the message it matches, if any.
+    ``anchor`` is the rare word of the message it matches, if any; ``entity`` is whether
+    it names a person or thing the message names (``None`` when the message names none).
     """
 
     file: str
@@ -332,44 +445,94 @@ class Ranked:
     coverage: float = 0.0
     priority: bool = False
     anchor: str | None = None
+    lexical_score: float = 0.0
+    lexical: float = 0.0
+    similarity: float | None = None
+    semantic: float | None = None
+    date: float | None = None
+    entity: bool | None = None
+
+    @property
+    def lexical_ok(self) -> bool:
+        """Whether its words alone make it eligible (floor and coverage or rare word)."""
+        return self.lexical_score >= MIN_SCORE and (
+            self.coverage >= MIN_COVERAGE or self.anchor is not None)
+
+    def parts(self) -> str:
+        """The parts of the score in words, for ``%memory why``."""
+        out = [f"lexical {self.lexical:.2f} (BM25F {self.lexical_score:.1f})"]
+        if self.similarity is not None:
+            out.append(f"semantic {self.semantic or 0.0:.2f} (cosine {self.similarity:.2f})")
+        if self.date is not None:
+            out.append(f"date {self.date:.2f}")
+        return ", ".join(out)
 
 
 @dataclass(frozen=True)
 class Selection:
-    """The chosen files (best first) and every scored memory, for explanations."""
+    """The chosen files (best first) and every scored memory, for explanations.
+
+    ``mode`` says which selector ran: ``"lexical"`` or ``"lexical + semantic"``, with
+    ``note`` saying why the semantic part is off when it is.
+    """
 
     selected: tuple[Ranked, ...]
     ranked: tuple[Ranked, ...]
     threshold: float
     best: float = 0.0
     scores: dict[str, Ranked] = field(default_factory=dict)
+    mode: str = "lexical"
+    note: str = ""
+    limit: int = MAX_SELECTED
+    floor: float = 1.0
+    alone_floor: float = 1.01
 
     @property
     def files(self) -> list[str]:
         return [r.file for r in self.selected]
 
+    @property
+    def label(self) -> str:
+        """The selector's name with the parts that ran, e.g. ``offline selector (lexical)``."""
+        return f"{LABEL} ({self.mode})"
+
     def reason(self, file: str) -> str:
         """Why ``file`` was or was not chosen, in words for the explain table."""
         item = self.scores.get(file)
-        if item is None or item.score <= 0:
-            return f"{LABEL}: no term of the message matches its name or description"
+        if item is None or (item.score <= 0 and not item.excluded):
+            if item is not None and item.similarity is not None:
+                return (f"{self.label}: no word or date of the message matches it, and its "
+                        f"meaning is no closer than the average memory's (cosine "
+                        f"{item.similarity:.2f})")
+            return f"{self.label}: nothing in the message matches its name, description or date"
         if item.excluded:
-            return f"{LABEL}: {item.excluded}"
-        words = ", ".join(item.matched[:6])
-        facts = f"score {item.score:.1f}, covers {item.coverage:.0%} of the message"
+            return f"{self.label}: {item.excluded}"
+        words = ", ".join(item.matched[:6]) or "no words"
+        facts = (f"score {item.score:.2f} = {item.parts()}; covers {item.coverage:.0%} of "
+                 f"the message (matched {words})")
+        if item.entity is False:
+            facts += "; names none of the people or things the message names"
         if any(r.file == file for r in self.selected):
             why = ""
             if item.priority:
                 why = "; a warning about a tool in use"
+            elif not item.lexical_ok:
+                why = "; chosen for its meaning"
             elif item.coverage < MIN_COVERAGE and item.anchor:
                 why = f"; {item.anchor!r} is one of the message's most specific words"
-            return f"{LABEL}: {facts} (matched {words}){why}"
-        if item.coverage < MIN_COVERAGE and not item.priority and item.anchor is None:
-            return f"{LABEL}: {facts}, under the {MIN_COVERAGE:.0%} needed (matched {words})"
+            return f"{self.label}: {facts}{why}"
+        eligible = item.lexical_ok or item.priority or (
+            item.similarity is not None and item.similarity >= self.floor
+            and (item.lexical_score > 0 or item.similarity >= self.alone_floor))
+        if not eligible:
+            need = f"words: score {MIN_SCORE:.1f} and {MIN_COVERAGE:.0%} coverage or a rare word"
+            if item.similarity is not None:
+                need += (f"; meaning: cosine {self.floor:.2f} with a shared word, "
+                         f"{self.alone_floor:.2f} without")
+            return f"{self.label}: {facts}; not enough evidence ({need})"
         if item.score < self.threshold:
-            return (f"{LABEL}: {facts}, below the threshold {self.threshold:.1f} "
-                    f"(matched {words})")
-        return f"{LABEL}: {facts}, outside the best {MAX_SELECTED}"
+            return f"{self.label}: {facts}; below the threshold {self.threshold:.2f}"
+        return f"{self.label}: {facts}; outside the best {self.limit} for this message"
 
 
 @dataclass
@@ -380,6 +543,7 @@ class _Doc:
     negated: bool
     type: str | None
     text: str
+    words: frozenset[str]
 
 
 def _attr(memory: Any, name: str) -> str:
@@ -387,6 +551,16 @@ def _attr(memory: Any, name: str) -> str:
     if value is None and isinstance(memory, dict):
         value = memory.get(name)
     return "" if value is None else str(value)
+
+
+def _mtime(memory: Any) -> float:
+    value = getattr(memory, "mtime", None)
+    if value is None and isinstance(memory, dict):
+        value = memory.get("mtime")
+    try:
+        return float(value or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _doc(memory: Any) -> _Doc:
@@ -407,8 +581,10 @@ def _doc_of(file: str, name: str, description: str, kind: str | None) -> _Doc:
         "type": Counter([kind] if kind else []),
     }
     text = f"{file} {name} {description}"
+    words = frozenset(re.findall(r"[a-z0-9]+", text.lower()))
     return _Doc(file, fields, {k: sum(v.values()) for k, v in fields.items()},
-                has_negation(description) or "_no_" in file or "never" in file, kind, text)
+                has_negation(description) or "_no_" in file or "never" in file, kind, text,
+                words)
 
 
 def _mentions_tool(doc: _Doc, tool: str) -> bool:
@@ -421,18 +597,52 @@ def _mentions_tool(doc: _Doc, tool: str) -> bool:
     return internal_capital and re.search(rf"(?i){re.escape(tool)}", doc.text) is not None
 
 
+def semantic_status() -> tuple[bool, str]:
+    """Whether the semantic part runs, and why not (see :mod:`.recall.semantic`)."""
+    from jupyter_memory.recall.semantic import status
+
+    return status()
+
+
 def rank(
-    query: str, memories: Iterable[Any], *, recent_tools: Sequence[str] = ()
+    query: str,
+    memories: Iterable[Any],
+    *,
+    recent_tools: Sequence[str] = (),
+    now: dt.datetime | None = None,
+    semantic: bool | None = None,
+    policy: Policy | None = None,
 ) -> list[Ranked]:
     """Every memory scored for ``query``, best first (ties by file name).
 
     ``memories`` are :class:`~jupyter_memory.memdir.record.Memory` records or anything with
-    ``file``, ``name``, ``description`` and ``type``.
+    ``file``, ``name``, ``description``, ``type`` and (for the date part) ``mtime``.
+    ``semantic=None`` uses the semantic part when its extra is installed; relative dates
+    in the message count back from ``now``.
     """
+    memories = list(memories)
+    if semantic is None:
+        semantic = semantic_status()[0]
+    parts = _parts(query, memories, recent_tools=recent_tools, now=now, semantic=semantic)
+    return fuse(parts, policy or (HYBRID_POLICY if semantic else LEXICAL_POLICY))
+
+
+def _parts(
+    query: str,
+    memories: list[Any],
+    *,
+    recent_tools: Sequence[str],
+    now: dt.datetime | None,
+    semantic: bool,
+) -> list[Ranked]:
+    """Each memory's lexical, semantic and date parts, before the policy weighs them."""
+    from jupyter_memory.recall import dates as date_part
+
     docs = [_doc(m) for m in memories]
     if not docs:
         return []
-    q = _expand(query)
+    ranges, rest = date_part.parse(query, now)
+    q = _expand(rest if ranges else query)
     n = len(docs)
     df: Counter[str] = Counter()
     for doc in docs:
@@ -452,8 +662,19 @@ def rank(
     query_negated = has_negation(query)
     wants_reference = bool(set(re.findall(r"[a-z]+", _normalise(query))) & _REFERENCE_CUES)
     wants_reference = wants_reference or any(cue in query for cue in _REFERENCE_CUES_CJK)
+    entities = {e.lower() for e in _ENTITY_RE.findall(query)} - _STOP
+    entities = {e for e in entities if any(e in d.words for d in docs)}
+    similarities: list[float] | None = None
+    if semantic and _mostly_cjk(query):
+        semantic = False  # the model reads English: its vectors of CJK text are noise
+    if semantic:
+        from jupyter_memory.recall.semantic import similarities as cosine
+
+        similarities = cosine(query, [(d.file, _mtime(m), _attr(m, "description") or
+                                       _attr(m, "name") or d.file)
+                                      for d, m in zip(docs, memories, strict=True)])
     results: list[Ranked] = []
-    for doc in docs:
+    for i, doc in enumerate(docs):
         score = 0.0
         matched: list[str] = []
         covered: set[str] = set()
@@ -490,10 +711,98 @@ def rank(
                     excluded = (f"plain usage notes for {tool}, which the agent has just used "
                                 "without errors")
                 break
-        results.append(Ranked(doc.file, round(score, 4), tuple(matched), excluded,
-                              round(coverage, 4), priority, anchored))
-    results.sort(key=lambda r: (-r.score, r.file))
-    return results
+        date = None
+        if ranges:
+            date = date_part.score(ranges, date_part.memory_dates(
+                _attr(memories[i], "description"), _mtime(memories[i])))
+        results.append(Ranked(
+            doc.file, 0.0, tuple(matched), excluded, round(coverage, 4), priority, anchored,
+            lexical_score=round(score, 4),
+            similarity=None if similarities is None else round(similarities[i], 4),
+            date=date, entity=(bool(entities & doc.words) if entities else None)))
+    return _shares(results)
+
+
+def _mostly_cjk(text: str) -> bool:
+    letters = [ch for ch in text if ch.isalpha()]
+    cjk = sum(1 for ch in letters if not ch.isascii())
+    return bool(letters) and cjk / len(letters) > 0.3
+
+
+def _shares(results: list[Ranked]) -> list[Ranked]:
+    """Each part as a share of the best (lexical) or of the spread above average (semantic)."""
+    live = [r for r in results if r.excluded is None]
+    best_lex = max((r.lexical_score for r in live), default=0.0)
+    sims = [r.similarity for r in live if r.similarity is not None]
+    top = max(sims, default=0.0)
+    mean = sum(sims) / len(sims) if sims else 0.0
+    spread = top - mean
+    out = []
+    for r in results:
+        lexical = r.lexical_score / best_lex if best_lex > 0 else 0.0
+        semantic = None
+        if r.similarity is not None:
+            semantic = max(0.0, (r.similarity - mean) / spread) if spread > 1e-9 else 0.0
+        out.append(replace(r, lexical=round(min(lexical, 1.0), 4),
+                           semantic=None if semantic is None else round(min(semantic, 1.0), 4)))
+    return out
+
+
+def fuse(parts: Sequence[Ranked], policy: Policy) -> list[Ranked]:
+    """The fused score of each memory under ``policy``, best first (ties by file name)."""
+    out = []
+    for r in parts:
+        total = r.lexical
+        weight = 1.0
+        if r.semantic is not None and policy.semantic_weight > 0:
+            total += policy.semantic_weight * r.semantic
+            weight += policy.semantic_weight
+        if r.date is not None and policy.date_weight > 0:
+            total += policy.date_weight * r.date
+            weight += policy.date_weight
+        score = total / weight
+        if r.entity is False:
+            score *= policy.entity_penalty
+        if r.priority:
+            score = 1.0 + score  # warnings about a tool in use come first
+        if r.lexical_score <= 0 and (r.semantic or 0) <= 0 and not r.date:
+            score = 0.0
+        out.append(replace(r, score=round(score, 4)))
+    out.sort(key=lambda r: (-r.score, r.file))
+    return out
+
+
+def choose(
+    ranked: Sequence[Ranked], policy: Policy, *, list_question: bool, limit: int = MAX_SELECTED
+) -> tuple[list[Ranked], float, float]:
+    """The memories ``policy`` attaches from fused ``ranked``: (chosen, threshold, best).
+
+    Warnings about a tool in use need only the lexical floor and come first; any other
+    memory needs evidence (its words or its meaning, see :class:`Policy`) and a fused
+    score within ``relative_to_best`` of the best eligible one.
+    """
+    cap = min(limit, policy.list_limit if list_question else policy.one_fact_limit)
+
+    def evidence(r: Ranked) -> bool:
+        if r.lexical_ok:
+            return True
+        if r.similarity is None or r.similarity < policy.semantic_floor:
+            return False
+        return r.lexical_score > 0 or r.similarity >= policy.meaning_alone_floor
+
+    eligible = [r for r in ranked if r.excluded is None and r.score > 0]
+    warnings = [r for r in eligible if r.priority and r.lexical_score >= MIN_SCORE]
+    others = [r for r in eligible if not r.priority and evidence(r)]
+    best = max((r.score for r in others), default=0.0)
+    threshold = policy.relative_to_best * best
+    kept = warnings[: max(limit, 0)]
+    room = min(max(limit, 0) - len(kept), cap)
+    for r in others:
+        if room <= 0 or r.score < threshold:
+            break
+        kept.append(r)
+        room -= 1
+    return kept, threshold, best
 
 
 def select(
@@ -502,20 +811,28 @@ def select(
     *,
     recent_tools: Sequence[str] = (),
     limit: int = MAX_SELECTED,
+    now: dt.datetime | None = None,
+    semantic: bool | None = None,
 ) -> Selection:
     """The memories worth attaching for ``query``: at most ``limit``, maybe none.
 
-    A memory is chosen when its score passes the floor and a share of the best score, and
-    it covers enough of the message or matches one of its rarest words; warnings about a
-    tool the agent is using need only the floor and come first.
+    With the semantic extra installed (and ``semantic`` not ``False``) the score fuses
+    words, meaning and dates under :data:`HYBRID_POLICY`; otherwise words and dates under
+    :data:`LEXICAL_POLICY`. :attr:`Selection.mode` and :attr:`Selection.note` say which.
     """
-    ranked = rank(query, memories, recent_tools=recent_tools)
-    eligible = [r for r in ranked if r.excluded is None and r.score > 0]
-    best = max((r.score for r in eligible if not r.priority), default=0.0)
-    threshold = max(MIN_SCORE, RELATIVE_TO_BEST * best)
-    warnings = [r for r in eligible if r.priority and r.score >= MIN_SCORE]
-    others = [r for r in eligible if not r.priority and r.score >= threshold
-              and (r.coverage >= MIN_COVERAGE or r.anchor is not None)]
-    kept = {r.file for r in (warnings + others)[: max(limit, 0)]}
-    chosen = [r for r in eligible if r.file in kept]
-    return Selection(tuple(chosen), tuple(ranked), threshold, best, {r.file: r for r in ranked})
+    available, note = semantic_status()
+    use = available if semantic is None else (semantic and available)
+    if use:
+        note = ""
+    elif available:
+        note = "semantic part off for this call"
+    policy = HYBRID_POLICY if use else LEXICAL_POLICY
+    ranked = rank(query, memories, recent_tools=recent_tools, now=now, semantic=use,
+                  policy=policy)
+    chosen, threshold, best = choose(ranked, policy, list_question=is_list_question(query),
+                                     limit=limit)
+    return Selection(tuple(chosen), tuple(ranked), threshold, best, {r.file: r for r in ranked},
+                     mode="lexical + semantic" if use else "lexical", note=note,
+                     limit=min(limit, policy.list_limit if is_list_question(query)
+                               else policy.one_fact_limit),
+                     floor=policy.semantic_floor, alone_floor=policy.meaning_alone_floor)

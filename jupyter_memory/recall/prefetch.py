@@ -277,6 +277,8 @@ class Prefetch:
                 "status": self.status,
                 "reason": self.reason,
                 "selector": self.selector,
+                "offline_mode": (self._selection.mode if self._selection is not None
+                                 else None),
                 "model": self.model if self.selector == "model" else None,
                 "recent_tools": list(self.recent_tools),
                 "selected": list(self._selected),
@@ -343,6 +345,9 @@ class Prefetch:
             selection = select(self.prompt, candidates, recent_tools=self.recent_tools)
             with self._lock:
                 self._selection = selection
+                if selection.note:  # why the semantic part did not run, next to what it chose
+                    self.selector_note = "; ".join(filter(None, [self.selector_note,
+                                                                 selection.note]))
             chosen = selection.files
         else:
             session = self._session()
