@@ -60,6 +60,8 @@ setup: $(STAMP) $(LABEXT_BUILT) browser-deps
 
 lint: setup
 	$(BIN)/ruff check jupyter_memory tests benchmarks examples
+	# The layer contracts in pyproject.toml (tests/test_architecture.py checks for cycles).
+	$(BIN)/lint-imports
 	cd $(LABEXT) && $(NPM) run lint:check
 
 # The documentation site (mkdocs.yml): --strict turns every warning, such as a broken link

@@ -11,14 +11,10 @@ from shell_helpers import fails, run
 
 from jupyter_memory.agent.compaction import CLEARED_MARKER, SUMMARY_REQUEST_HEAD, SUMMARY_SECTIONS
 from jupyter_memory.magics import load_ipython_extension
-from jupyter_memory.magics.compact import (
-    COMPACTION_MIME,
-    CompactMagics,
-    compaction_breakdown,
-    parse_line,
-)
+from jupyter_memory.magics.compact import CompactMagics, parse_line
 from jupyter_memory.magics.state import forget_state, state_for
 from jupyter_memory.testing.fake_api import ToolCall, Turn
+from jupyter_memory.widgets.compaction import COMPACTION_MIME, compaction_breakdown
 
 SUMMARY = ("<analysis>private notes</analysis>\n<summary>\n1. Primary request and intent: "
            "count the **rows**.\n</summary>")

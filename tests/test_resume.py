@@ -19,7 +19,6 @@ from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.context.assemble import digest, wire_messages
 from jupyter_memory.magics import load_ipython_extension
-from jupyter_memory.magics.render import turn_bundle
 from jupyter_memory.magics.state import forget_state
 from jupyter_memory.sessions.resume import (
     ResumeError,
@@ -32,6 +31,7 @@ from jupyter_memory.sessions.resume import (
 )
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 from jupyter_memory.transcript.log import CONTINUE_PROMPT, NOOP_REPLY, read_entries
+from jupyter_memory.widgets.render import turn_bundle
 
 FIXTURE_LOGS = ("short.jsonl", "tool_heavy.jsonl", "subagent.jsonl",
                 "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl")
@@ -189,7 +189,7 @@ def test_cut_off_turn_gets_the_resume_clean_ups(tmp_path: Path) -> None:
 
 def test_compaction_restarts_the_conversation_at_what_it_left(tmp_path: Path, fake_api) -> None:
     from jupyter_memory.agent.compaction import compact
-    from jupyter_memory.magics.compact import compaction_bundle
+    from jupyter_memory.widgets.compaction import compaction_bundle
 
     folder = tmp_path / "proj"
     seed_memory(folder)

@@ -9,9 +9,9 @@ import pytest
 from shell_helpers import run
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
-from jupyter_memory.agent.sandbox import SandboxError, sandbox_of, stop_sandbox, use_sandbox
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.context.pricing import report
+from jupyter_memory.sessions.sandbox import SandboxError, sandbox_of, stop_sandbox, use_sandbox
 
 
 @pytest.fixture

@@ -134,7 +134,7 @@ class Session:
     last_record: dict[str, Any] | None = None
     #: Usage of every model call this session made, by kind (context/pricing.py).
     cost_ledger: CostLedger = field(default_factory=CostLedger)
-    #: The sandbox (agent/sandbox.py) this session's model calls were switched to, if any.
+    #: The sandbox (sessions/sandbox.py) this session's model calls were switched to, if any.
     sandbox: Any = None
 
     def __post_init__(self) -> None:

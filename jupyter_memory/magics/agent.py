@@ -31,7 +31,6 @@ from jupyter_memory.context.models import default_model, default_small_model
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.magics.cells import cell_log_for, is_agent_cell
 from jupyter_memory.magics.cells import quiet as quiet_cells
-from jupyter_memory.magics.render import tool_line, turn_bundle
 from jupyter_memory.magics.state import session_for, state_for
 from jupyter_memory.sessions import recording as record
 from jupyter_memory.sessions.resume import (
@@ -40,6 +39,7 @@ from jupyter_memory.sessions.resume import (
     notebook_for,
     resume_session,
 )
+from jupyter_memory.widgets.render import tool_line, turn_bundle
 
 #: How often the streaming view is redrawn, in seconds.
 REDRAW_EVERY = 0.25

@@ -7,7 +7,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from jupyter_memory.agent.sandbox import SandboxError, sandbox_of, use_sandbox
+from jupyter_memory.sessions.sandbox import SandboxError, sandbox_of, use_sandbox
 
 USAGE = ("Usage: %sandbox echo | %sandbox script FILE.json | %sandbox live | %sandbox "
          "(shows the current mode).")

@@ -45,11 +45,10 @@ from jupyter_memory.recall.prefetch import (
     SELECTOR_KINDS,
     Prefetch,
     cjk_count,
-    last_prefetch,
-    scan_cache,
     skip_reason,
     start_prefetch,
 )
+from jupyter_memory.recall.state import last_prefetch, scan_cache
 
 __all__ = [
     "CJK_MIN_CHARS",

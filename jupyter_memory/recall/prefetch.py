@@ -43,13 +43,12 @@ from jupyter_memory.recall.limits import (
     SESSION_BUDGET_BYTES,
 )
 from jupyter_memory.recall.model_selector import build_request, call_selector, validate
+from jupyter_memory.recall.state import remember_prefetch, scan_cache
 
 __all__ = [
     "SELECTOR_KINDS",
     "Prefetch",
     "cjk_count",
-    "last_prefetch",
-    "scan_cache",
     "skip_reason",
     "start_prefetch",
 ]
@@ -104,10 +103,6 @@ def skip_reason(
 
 # ----------------------------------------------------------------------------- shared state
 
-_CACHES: dict[str, ScanCache] = {}
-_LAST: OrderedDict[str, Prefetch] = OrderedDict()
-_LAST_CAP = 16
-_STATE_LOCK = threading.Lock()
 
 
 def _overflow_decisions(
@@ -131,34 +126,13 @@ def _overflow_decisions(
     return out, expires
 
 
-def scan_cache(memdir: Path) -> ScanCache:
-    """One :class:`ScanCache` per memdir, so every turn's scan re-reads only changed files
-    and walks the memdir again only when one of its folders changed."""
-    key = str(memdir)
-    with _STATE_LOCK:
-        cache = _CACHES.get(key)
-        if cache is None:
-            cache = _CACHES[key] = ScanCache(trust_folders=True)
-        return cache
 
 
-def _remember(session: Any, prefetch: Prefetch) -> None:
-    key = str(getattr(session, "session_id", id(session)))
-    with _STATE_LOCK:
-        _LAST[key] = prefetch
-        _LAST.move_to_end(key)
-        while len(_LAST) > _LAST_CAP:
-            _LAST.popitem(last=False)
 
 
-def last_prefetch(session: Any) -> Prefetch | None:
-    """The most recent prefetch started for ``session`` (for ``%memory why``)."""
-    key = str(getattr(session, "session_id", id(session)))
-    with _STATE_LOCK:
-        found = _LAST.get(key)
-    if found is None or found._session() is not session:
-        return None
-    return found
+
+
+
 
 
 def _describe_error(exc: BaseException) -> str:
@@ -545,7 +519,7 @@ def start_prefetch(session: Any, prompt: str, client: Any = None) -> Prefetch:
                        cjk_trigger=bool(getattr(session.config, "cjk_trigger", False)))
     kind, note = _selector_kind(session, client)
     prefetch = Prefetch(session, prompt, client, selector=kind, skip=skip, note=note)
-    _remember(session, prefetch)
+    remember_prefetch(session, prefetch)
     if skip is None:
         prefetch._start(session)
     return prefetch

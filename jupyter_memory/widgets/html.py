@@ -490,7 +490,7 @@ def turn_memories_html(record: Mapping[str, Any], memdir: Path | str | None = No
 def turn_html(record: Mapping[str, Any], memdir: Path | str | None = None,
               *, undone: bool = False) -> str:
     """The agent cell's HTML (tools folded, answer, events, footer) plus its memories."""
-    from jupyter_memory.magics.render import turn_html as base_html
+    from jupyter_memory.widgets.render import turn_html as base_html
 
     base = base_html(dict(record))
     extra = turn_memories_html(record, memdir, undone=undone)

@@ -17,11 +17,12 @@ import ipywidgets as widgets
 
 from jupyter_memory.context.request_parts import expand_request, known_part
 from jupyter_memory.errors import JupyterMemoryError
-from jupyter_memory.magics.render import markdown_to_html, usage_text
 from jupyter_memory.widgets import style
 from jupyter_memory.widgets._base import fallback_bundle
 from jupyter_memory.widgets.data import TurnMemories, turn_memories
 from jupyter_memory.widgets.html import turn_html, turn_memories_html, turn_text
+from jupyter_memory.widgets.markdown import markdown_to_html
+from jupyter_memory.widgets.render import usage_text
 from jupyter_memory.widgets.style import esc
 
 __all__ = ["TurnView"]

@@ -11,33 +11,10 @@ import json
 from typing import Any
 
 from jupyter_memory.agent.loop import TURN_MIME
+from jupyter_memory.widgets.compaction import compaction_html, compaction_text
+from jupyter_memory.widgets.markdown import markdown_to_html
 
 _TOOL_RESULT_PREVIEW = 1_500
-
-
-def markdown_to_html(text: str) -> str:
-    """Markdown rendered with mistune (shipped with Jupyter), else shown preformatted.
-
-    Raw HTML in the text is escaped, never passed through: answers and summaries are
-    model output that a poisoned memory or file could steer, and a freshly executed
-    notebook's HTML output is trusted by JupyterLab.
-    """
-    try:
-        return str(_markdown()(text))
-    except Exception:  # mistune missing or failing: a plain, still legible fallback
-        return f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
-
-
-_RENDERER: Any = None
-
-
-def _markdown() -> Any:
-    global _RENDERER
-    if _RENDERER is None:
-        import mistune
-
-        _RENDERER = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
-    return _RENDERER
 
 
 def _short_input(data: Any, limit: int = 120) -> str:
@@ -52,8 +29,6 @@ def tool_line(name: str, data: Any) -> str:
 def turn_markdown(record: dict[str, Any]) -> str:
     parts = []
     if record.get("compactions"):
-        from jupyter_memory.magics.compact import compaction_text
-
         parts.extend(compaction_text(item) for item in record["compactions"])
     calls = record.get("tool_calls") or []
     if calls:
@@ -126,8 +101,6 @@ def _compactions_html(record: dict[str, Any]) -> str:
     items = record.get("compactions") or []
     if not items:
         return ""
-    from jupyter_memory.magics.compact import compaction_html
-
     return "".join(compaction_html(item) for item in items)
 
 

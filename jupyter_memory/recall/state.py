@@ -1,0 +1,50 @@
+"""What recall keeps between turns, per process: one scan cache per memdir and each
+session's latest prefetch. Below both prefetch and explain, so neither imports the other's
+module for it."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from jupyter_memory.memdir.scan import ScanCache
+
+__all__ = ["last_prefetch", "remember_prefetch", "scan_cache"]
+
+_CACHES: dict[str, ScanCache] = {}
+_LAST: OrderedDict[str, Any] = OrderedDict()
+_LAST_CAP = 16
+_STATE_LOCK = threading.Lock()
+
+
+def scan_cache(memdir: Path) -> ScanCache:
+    """One :class:`ScanCache` per memdir, so every turn's scan re-reads only changed files
+    and walks the memdir again only when one of its folders changed."""
+    key = str(memdir)
+    with _STATE_LOCK:
+        cache = _CACHES.get(key)
+        if cache is None:
+            cache = _CACHES[key] = ScanCache(trust_folders=True)
+        return cache
+
+
+def remember_prefetch(session: Any, prefetch: Any) -> None:
+    """Keep ``prefetch`` as the session's latest (a few sessions at most)."""
+    key = str(getattr(session, "session_id", id(session)))
+    with _STATE_LOCK:
+        _LAST[key] = prefetch
+        _LAST.move_to_end(key)
+        while len(_LAST) > _LAST_CAP:
+            _LAST.popitem(last=False)
+
+
+def last_prefetch(session: Any) -> Any:
+    """The most recent prefetch started for ``session`` (for ``%memory why``)."""
+    key = str(getattr(session, "session_id", id(session)))
+    with _STATE_LOCK:
+        found = _LAST.get(key)
+    if found is None or found._session() is not session:
+        return None
+    return found

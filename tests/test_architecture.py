@@ -1,0 +1,79 @@
+"""The house rules, checked: no import cycles anywhere in the package, and few root modules.
+
+`make test` also runs `lint-imports` (the layer contracts in pyproject.toml). grimp reads every
+import statement, including those inside functions, so a cycle cannot hide in a late import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grimp
+
+import jupyter_memory
+
+PACKAGE = Path(jupyter_memory.__file__).parent
+
+
+def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in graph.modules:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles() -> None:
+    graph = grimp.build_graph("jupyter_memory")
+    cycles = _cycles(graph)
+    assert cycles == [], "import cycles (imports inside functions count):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
+
+
+def test_few_modules_at_the_package_root() -> None:
+    root_modules = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(root_modules) <= 8, root_modules
