@@ -220,7 +220,14 @@ _READER_ONLY_ENV = ("ANTHROPIC_", "JUPYTER_MEMORY_", "CLAUDE_", "JPY_SESSION_NAM
 def _package_parts_changed(warning: str) -> bool:
     """A replay warning naming anything but the context blocks."""
     named = warning.split(" in ", 1)[1].split(" (first seen at exchange")[0]
-    return any(not part.startswith("the context blocks") for part in named.split("; "))
+    # Each part is "the <part> (<recorded and current excerpts>)"; the excerpts are quoted
+    # text that may hold "; " themselves, so split only outside parentheses.
+    top, depth = [], 0
+    for ch in named:
+        depth += (ch == "(") - (ch == ")")
+        top.append(ch if depth == 0 and ch != ")" else "")
+    return any(not part.strip().startswith("the context blocks")
+               for part in "".join(top).split("; "))
 
 
 def _nbconvert() -> list[str]:

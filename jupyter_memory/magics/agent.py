@@ -311,6 +311,11 @@ class Agent(Magics):
             raise UsageError(str(exc)) from None
         controller = record.controller(session)
         replaying = isinstance(controller, record.Replayer)
+        if controller is not None:
+            # Recording or replaying: let the turn's background work (extraction) finish
+            # inside this cell, so what the cell shows does not depend on how busy the
+            # machine is, and a replay reads the same outputs as the recording.
+            _wait_for_background(session, RECORD_REPLAY_WAIT_SECONDS)
         problem = controller.take_new_mismatch() if replaying else None
         for warning in controller.take_new_warnings() if replaying else []:
             print(warning, file=sys.stderr)
@@ -550,6 +555,18 @@ def _log_file(session: Any) -> str:
     if log is None or log not in session.hooks:
         return "not written"
     return str(getattr(log, "written_to", None) or log.path)
+
+
+#: Longest wait, while recording or replaying, for a turn's extraction to finish.
+RECORD_REPLAY_WAIT_SECONDS = 120.0
+
+
+def _wait_for_background(session: Any, timeout: float) -> None:
+    from jupyter_memory.agent.extraction import hook_for
+
+    hook = hook_for(session)
+    if hook is not None:
+        hook.wait(timeout)
 
 
 def _background_running(session: Any) -> bool:
