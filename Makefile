@@ -62,6 +62,8 @@ lint: setup
 	$(BIN)/ruff check jupyter_memory tests benchmarks examples
 	# The layer contracts in pyproject.toml (tests/test_architecture.py checks for cycles).
 	$(BIN)/lint-imports
+	# Types: strict on the core, default rules on the front ends ([tool.mypy] in pyproject.toml).
+	$(BIN)/mypy
 	cd $(LABEXT) && $(NPM) run lint:check
 
 # The documentation site (mkdocs.yml): --strict turns every warning, such as a broken link

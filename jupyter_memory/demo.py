@@ -201,6 +201,7 @@ def execute_notebook(
             )
             client.reset_execution_trackers()
             with client.setup_kernel(env=env):
+                assert client.kc is not None  # setup_kernel started the kernel's client
                 info = client.wait_for_reply(client.kc.kernel_info())
                 if info is not None and "language_info" in info["content"]:
                     nb.metadata["language_info"] = info["content"]["language_info"]

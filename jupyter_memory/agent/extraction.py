@@ -114,7 +114,8 @@ def _block(block: Any) -> dict[str, Any]:
     if kind == "tool_use":
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     if hasattr(block, "model_dump"):
-        return block.model_dump(exclude_none=True)
+        dumped: dict[str, Any] = block.model_dump(exclude_none=True)
+        return dumped
     return dict(block)
 
 
@@ -557,8 +558,9 @@ class ExtractionHook:
 
     # ------------------------------------------------------------------ the worker
 
-    def _worker(self, request: _Request) -> None:
+    def _worker(self, first: _Request) -> None:
         trailing = False
+        request: _Request | None = first
         while request is not None:
             try:
                 self._run(request, trailing=trailing)

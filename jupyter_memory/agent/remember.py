@@ -110,9 +110,10 @@ def scope_store(session: Any, scope: str = "memdir", agent: str = DEFAULT_AGENT)
             "Switch it on for this session with %memory on."
         )
     if scope in ("memdir", "private"):
-        return session.store
+        store: MemoryStore = session.store
+        return store
     if scope == "team":
-        team = getattr(session.store, "team", None)
+        team: MemoryStore | None = getattr(session.store, "team", None)
         if team is None:
             raise ConfigError("This session has no team folder; team memory needs the "
                               "project's memory store (see docs/team.md).")
@@ -684,7 +685,8 @@ def remember_with_agent(
             doc = frontmatter.parse(store.read(file))
             changes = {k: v for k, v in enforce.items() if doc.get(k) != v}
             if changes:
-                store.update(file, provenance="user", **changes)
+                store.update(file, provenance="user", type=changes.get("type"),
+                             name=changes.get("name"), description=changes.get("description"))
     settle = getattr(store, "settle", None)  # the team folder's rules (SPEC §8)
     if settle is not None:
         out.notes += settle(files)

@@ -69,7 +69,8 @@ def notes_path(session: Any) -> Path:
     """``<transcripts dir>/<session id>/session-memory/summary.md``."""
     from jupyter_memory.transcript.mirror import log_path
 
-    return log_path(session).parent / session.session_id / "session-memory" / "summary.md"
+    session_id: str = session.session_id
+    return log_path(session).parent / session_id / "session-memory" / "summary.md"
 
 
 def template() -> str:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from jupyter_memory._version import __version__
 from jupyter_memory.errors import JupyterMemoryError, LockTimeout, MemoryExists, MemoryNotFound
@@ -32,6 +32,9 @@ from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.memdir.index import load_for_model, parse_index
 from jupyter_memory.memdir.record import MEMORY_TYPES, Memory
 from jupyter_memory.memdir.store import MemoryStore
+
+if TYPE_CHECKING:
+    from jupyter_memory.memdir.team import ScopedStore
 
 __all__ = ["Context", "arg", "build_parser", "command", "main"]
 
@@ -105,7 +108,7 @@ class Context:
         return path
 
     @cached_property
-    def store(self) -> MemoryStore:
+    def store(self) -> ScopedStore:
         from jupyter_memory.memdir.location import locate
         from jupyter_memory.memdir.team import open_store
 
@@ -225,7 +228,8 @@ def _parse(
 def _subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and name in action.choices:
-            return action.choices[name]
+            sub: argparse.ArgumentParser = action.choices[name]
+            return sub
     return parser
 
 
@@ -573,7 +577,7 @@ def _trust(ctx: Context) -> int:
         raise UsageError("give either --list or --revoke, not both.")
     action = "list" if ctx.args.list else "revoke" if ctx.args.revoke else "trust"
     if ctx.args.path is not None:
-        folder: Path | None = Path(ctx.args.path).expanduser()
+        folder: Path = Path(ctx.args.path).expanduser()
         if not folder.is_dir():
             raise UsageError(f"{ctx.args.path}: no such folder. Give the folder to {action}.")
     else:

@@ -117,6 +117,7 @@ def context_message_text(state: RequestState) -> str:
     sections = [prompts.CONTEXT_PREAMBLE]
     sections.extend(part.text for part in state.instructions)
     if _index_in_messages(state):
+        assert state.memdir is not None and state.index is not None
         sections.append(prompts.index_block(state.memdir, state.index.text, state.index.warning))
     if _team_index_shown(state):
         assert state.team_index is not None and state.team_dir is not None
@@ -157,10 +158,10 @@ def _team_index_shown(state: RequestState) -> bool:
 def _system_blocks(state: RequestState) -> list[dict[str, Any]]:
     identity = (prompts.static_system_prompt() if state.agent_prompt is None
                 else prompts.agent_system_prompt(state.agent_name or "agent", state.agent_prompt))
-    static = {"type": "text", "text": identity}
+    static: dict[str, Any] = {"type": "text", "text": identity}
     agent_index = _agent_index_text(state)
     text = _session_text(state)
-    session = {"type": "text", "text": text if agent_index is None else f"{text}\n\n{agent_index}"}
+    session: dict[str, Any] = {"type": "text", "text": text if agent_index is None else f"{text}\n\n{agent_index}"}
     if state.cache:
         static["cache_control"] = dict(CACHE)
         session["cache_control"] = dict(CACHE)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,7 +142,9 @@ class CostLedger:
 
     def charge(self, kind: str, message: Any, model: str = "") -> None:
         """Add one response (an SDK message or its dict form) of ``kind``."""
-        get = message.get if isinstance(message, Mapping) else lambda k: getattr(message, k, None)
+        get: Callable[[str], Any] = (
+            message.get if isinstance(message, Mapping) else lambda k: getattr(message, k, None)
+        )
         self.add(kind, str(get("model") or model), Usage.from_api(get("usage")),
                  simulated=is_simulated(message))
 

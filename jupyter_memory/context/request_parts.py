@@ -275,4 +275,5 @@ def notebook_parts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 def turn_record_schema() -> dict[str, Any]:
     """The JSON Schema of a version-2 turn record, as a dict."""
-    return json.loads(TURN_RECORD_SCHEMA.read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(TURN_RECORD_SCHEMA.read_text(encoding="utf-8"))
+    return schema

@@ -9,7 +9,7 @@ one token a character. Real usage from the last response, when there is one, win
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +97,9 @@ class Usage:
         """From an SDK usage object or a plain dict; missing numbers count as 0."""
         if usage is None:
             return cls()
-        get = usage.get if isinstance(usage, Mapping) else lambda k: getattr(usage, k, None)
+        get: Callable[[str], Any] = (
+            usage.get if isinstance(usage, Mapping) else lambda k: getattr(usage, k, None)
+        )
         return cls(
             int(get("input_tokens") or 0),
             int(get("output_tokens") or 0),

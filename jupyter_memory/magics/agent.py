@@ -310,14 +310,14 @@ class Agent(Magics):
             view.close()
             raise UsageError(str(exc)) from None
         controller = record.controller(session)
-        replaying = isinstance(controller, record.Replayer)
+        replaying = controller if isinstance(controller, record.Replayer) else None
         if controller is not None:
             # Recording or replaying: let the turn's background work (extraction) finish
             # inside this cell, so what the cell shows does not depend on how busy the
             # machine is, and a replay reads the same outputs as the recording.
             _wait_for_background(session, RECORD_REPLAY_WAIT_SECONDS)
-        problem = controller.take_new_mismatch() if replaying else None
-        for warning in controller.take_new_warnings() if replaying else []:
+        problem = replaying.take_new_mismatch() if replaying is not None else None
+        for warning in replaying.take_new_warnings() if replaying is not None else []:
             print(warning, file=sys.stderr)
         state_for(self.shell).last_agent_count = self._count()
         if problem is not None and result.status == "error":
@@ -378,7 +378,7 @@ class Agent(Magics):
             raise UsageError(f"a {kind} is running; resume first, then start it "
                              f"(%agent {kind} off, %agent resume, %agent {kind}).")
         try:
-            resumed = resume_session(session, path, user_ns=self.shell.user_ns)
+            resumed = resume_session(session, path, user_ns=self._user_ns)
         except ResumeError as exc:
             raise UsageError(str(exc)) from None
         self._resume_checked = session
@@ -438,7 +438,7 @@ class Agent(Magics):
     def _path_arg(self, session: Any, target: str | None) -> Path:
         if target:
             return Path(target).expanduser()
-        notebook = notebook_for(session, self.shell.user_ns)
+        notebook = notebook_for(session, self._user_ns)
         return record.default_recording_path(notebook, Path(os.getcwd()))
 
     @staticmethod
@@ -450,7 +450,7 @@ class Agent(Magics):
             return str(path)
 
     def _status(self, session: Any) -> str:
-        notebook = notebook_for(session, self.shell.user_ns)
+        notebook = notebook_for(session, self._user_ns)
         controller = record.controller(session)
         memdir = session.memdir
         lines = [
@@ -473,7 +473,7 @@ class Agent(Magics):
         self._resume_checked = session
         if session.turn_count or session.messages or record.controller(session) is not None:
             return
-        path = notebook_for(session, self.shell.user_ns)
+        path = notebook_for(session, self._user_ns)
         if path is None or not path.is_file() or not has_turn_records(path):
             return
         try:
@@ -495,10 +495,17 @@ class Agent(Magics):
 
     # ------------------------------------------------------------ helpers
 
+    @property
+    def _user_ns(self) -> dict[str, Any]:
+        """The shell's user namespace (a magic always runs inside a shell)."""
+        assert self.shell is not None
+        user_ns: dict[str, Any] = self.shell.user_ns
+        return user_ns
+
     def _namespace(self) -> Any:
         from jupyter_memory.agent.tools import DictNamespace
 
-        return DictNamespace(self.shell.user_ns)
+        return DictNamespace(self._user_ns)
 
     def _count(self) -> int:
         """The number of the cell being run: its index in ``In``.
@@ -506,7 +513,7 @@ class Agent(Magics):
         ``execution_count`` will not do: ipykernel counts it up before running a cell,
         plain IPython after, so it is one ahead in a real kernel.
         """
-        inputs = self.shell.user_ns.get("In")
+        inputs = self._user_ns.get("In")
         if isinstance(inputs, list) and inputs:
             return len(inputs) - 1
         return int(getattr(self.shell, "execution_count", 0) or 0)
@@ -525,7 +532,7 @@ class Agent(Magics):
         (the agent magics registered by hand): raw input and ``Out`` values only."""
         st = state_for(self.shell)
         now = self._count()
-        user_ns = self.shell.user_ns
+        user_ns = self._user_ns
         raw = getattr(getattr(self.shell, "history_manager", None), "input_hist_raw", None)
         inputs = raw if raw else (user_ns.get("In") or [])
         outputs = user_ns.get("Out") or {}
@@ -625,7 +632,7 @@ class _StreamView:
             self.notice_handle = display({"text/plain": ""}, raw=True, display_id=True)
 
     def _on_notice(self, text: str, payload: dict[str, Any]) -> None:
-        bundle = {"text/markdown": text, "text/plain": text}
+        bundle: dict[str, Any] = {"text/markdown": text, "text/plain": text}
         if payload:
             bundle["application/vnd.jupyter-memory.notice+json"] = payload
         if self.notice_handle is None:

@@ -109,7 +109,8 @@ class _Tee:
 
     def write(self, text: str) -> int:
         self._log._capture(text)
-        return self._inner.write(text)
+        written: int = self._inner.write(text)
+        return written
 
     def writelines(self, lines: Any) -> None:
         for line in lines:

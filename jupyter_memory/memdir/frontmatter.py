@@ -159,14 +159,14 @@ class _Loader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
             raise yaml.composer.ComposerError(
                 None, None, "aliases (*name) are not allowed in frontmatter", event.start_mark
             )
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                event = self.peek_event()
+                event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
                 raise yaml.composer.ComposerError(
                     None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark
                 )
@@ -465,7 +465,9 @@ def _double_quote(text: str) -> str:
     return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
 
 
-def _plain_ok(text: str, flow: bool = False, loader: type = yaml.SafeLoader) -> bool:
+def _plain_ok(
+    text: str, flow: bool = False, loader: type[yaml.SafeLoader] = yaml.SafeLoader
+) -> bool:
     """Whether ``text`` can be written unquoted and still read back as this exact string.
 
     Conservative on purpose: when writing, anything another YAML reader (YAML 1.1 or 1.2)
@@ -650,8 +652,8 @@ def _apply(lines: list[str], key: str, value: Any, newline: str, nested_shape: b
     for entry in here:
         result.extend(lines[position : entry.start])
         if value is not None:
-            end = _line_end(lines[entry.start], newline)
-            result.append(f"{entry.indent}{_key(key)}: {_scalar(value)}{end}")
+            eol = _line_end(lines[entry.start], newline)
+            result.append(f"{entry.indent}{_key(key)}: {_scalar(value)}{eol}")
         position = entry.end
     result.extend(lines[position:])
     return result

@@ -17,6 +17,7 @@ agent) writes memories through :class:`MemoryStore`, so the same rules hold ever
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import difflib
 import os
@@ -25,7 +26,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, TypedDict
 
 from jupyter_memory.errors import InvalidPath, JupyterMemoryError, MemoryExists, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
@@ -50,7 +51,9 @@ from jupyter_memory.memdir.record import (
 )
 from jupyter_memory.memdir.scan import ScanCache, describe, scan
 
-__all__ = ["AmbiguousMemory", "InvalidMemory", "MemoryStore", "WriteResult", "slugify"]
+__all__ = [
+    "AmbiguousMemory", "InvalidMemory", "MemoryChanges", "MemoryStore", "WriteResult", "slugify"
+]
 
 _MAX_NAME_BYTES = 255
 _INDEX_WHAT = f"The memory index {INDEX_NAME}"
@@ -64,6 +67,16 @@ class InvalidMemory(JupyterMemoryError, ValueError):
 
 class AmbiguousMemory(MemoryNotFound):
     """A name that matches more than one memory; the message lists their files."""
+
+
+class MemoryChanges(TypedDict, total=False):
+    """Text fields :meth:`MemoryStore.update` can change, as keyword arguments."""
+
+    name: str
+    description: str
+    type: str
+    body: str
+    hook: str
 
 
 @dataclass(frozen=True)
@@ -300,7 +313,7 @@ class MemoryStore:
                 )
         raise MemoryNotFound(self._not_found(key, memories))
 
-    def _not_found(self, key: str, memories: list[Memory]) -> str:
+    def _not_found(self, key: str, memories: builtins.list[Memory]) -> str:
         candidates: dict[str, str] = {}
         for memory in memories:
             candidates.setdefault(memory.name, memory.file)

@@ -19,6 +19,7 @@ of one memory keep both versions and the sync says so.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import getpass
 import os
@@ -27,7 +28,7 @@ import shutil
 import socket
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Any
@@ -334,7 +335,7 @@ class TeamFolderStore(MemoryStore):
         check_no_secrets(text, f"team memory {rel}")
         return super().write_file(rel, text, provenance=provenance)
 
-    def settle(self, files: Sequence[str]) -> list[str]:
+    def settle(self, files: Sequence[str]) -> builtins.list[str]:
         """After a model wrote ``files`` through a plain store: enforce the team rules.
 
         A ``user`` memory is taken back out (it belongs in private memory) and every
@@ -826,7 +827,7 @@ def _resolve_conflicts(git: _Git, folder: Path, prefix: str, who: str) -> list[d
             text = frontmatter.update(mine, {"name": f"{label} (conflicting version by {who})"})
         (git.cwd / copy).write_text(text, encoding="utf-8")
         git.run("add", "--", path, copy)
-        rel = lambda p: TEAM_PREFIX + (p[len(prefix):] if prefix else p)  # noqa: E731
+        rel: Callable[[str], str] = lambda p: TEAM_PREFIX + (p[len(prefix):] if prefix else p)  # noqa: E731
         found.append({"file": rel(path), "copy": rel(copy)})
     rebuild_index(folder)
     git.run("add", "--", _rel_to_repo(git.cwd, folder / INDEX_NAME))

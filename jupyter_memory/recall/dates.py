@@ -120,8 +120,8 @@ def _range(kind: str, m: re.Match[str], today: dt.date) -> DateRange | None:
             if rel in {"today", "tonight"} or rel.startswith("this"):
                 return DateRange(today, today, text)
             if rel == "yesterday":
-                day = today - dt.timedelta(days=1)
-                return DateRange(day, day, text)
+                yesterday = today - dt.timedelta(days=1)
+                return DateRange(yesterday, yesterday, text)
             which, unit = groups["which"].lower(), groups["unit"].lower()
             span = {"week": 7, "weekend": 7, "month": 31, "year": 366}[unit]
             if which == "this":

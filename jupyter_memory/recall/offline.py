@@ -174,7 +174,8 @@ def _stem(word: str) -> str:
     if len(word) <= 3 or not word.isalpha():
         return word
     if _SNOWBALL is not None:
-        return _SNOWBALL.stemWord(word)
+        stemmed: str = _SNOWBALL.stemWord(word)  # snowballstemmer ships no types
+        return stemmed
     return _light_stem(word)
 
 

@@ -22,7 +22,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_days
 from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, manifest
@@ -44,6 +44,9 @@ from jupyter_memory.recall.limits import (
 )
 from jupyter_memory.recall.model_selector import build_request, call_selector, validate
 from jupyter_memory.recall.state import remember_prefetch, scan_cache
+
+if TYPE_CHECKING:
+    from jupyter_memory.recall.offline import Selection
 
 __all__ = [
     "SELECTOR_KINDS",
@@ -188,7 +191,7 @@ class Prefetch:
         self._selected: list[str] = []
         self._unknown: list[str] = []
         self._over_limit: list[str] = []
-        self._selection: Any = None
+        self._selection: Selection | None = None
         self._skipped: dict[str, str] = {}
         self._attached: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._taken = False

@@ -17,7 +17,7 @@ import asyncio
 import json
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
@@ -34,7 +34,7 @@ from jupyter_memory.errors import (
     SecretRefused,
 )
 from jupyter_memory.memdir.location import MemoryLocation, locate
-from jupyter_memory.memdir.store import InvalidMemory, MemoryStore
+from jupyter_memory.memdir.store import InvalidMemory, MemoryChanges, MemoryStore
 from jupyter_memory.server.resolve import (
     NotebookPathError,
     location_json,
@@ -257,7 +257,8 @@ class MemoryHandler(MemoryAPIHandler):
     @tornado.web.authenticated
     async def put(self, file: str) -> None:
         file = self._memory_file(file)
-        data = self._json_body(_UPDATE_FIELDS)
+        # JSON checked by _json_body: string values, keys from _UPDATE_FIELDS only
+        data = cast(MemoryChanges, self._json_body(_UPDATE_FIELDS))
         if not data:
             raise _bad_request(
                 f"Nothing to update: send one or more of {', '.join(sorted(_UPDATE_FIELDS))}."

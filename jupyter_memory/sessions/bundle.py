@@ -184,7 +184,7 @@ def pack(
 
     add(notebook.name, notebook.read_bytes())
     add(rec_path.name, rec_path.read_bytes())
-    memory = []
+    memory: list[dict[str, Any]] = []
     for item in rec.start.get("memdir") or []:
         rel = _safe_relative(str(item.get("file", "")))
         if rel is None or not isinstance(item.get("text"), str):
@@ -232,7 +232,8 @@ def pack(
 def _is_bundle(path: Path) -> bool:
     try:
         with zipfile.ZipFile(path) as archive:
-            return json.loads(archive.read(MANIFEST)).get("format") == BUNDLE_FORMAT
+            declared: object = json.loads(archive.read(MANIFEST)).get("format")
+            return declared == BUNDLE_FORMAT
     except (OSError, KeyError, ValueError, AttributeError, RecursionError, zipfile.BadZipFile):
         return False
 
@@ -565,7 +566,7 @@ def replay(
     if not isinstance(unpacked, UnpackResult):
         unpacked = _unpacked_from(Path(unpacked))
     _check_inside(unpacked)
-    nb = nbformat.read(str(unpacked.notebook), as_version=4)
+    nb = nbformat.read(str(unpacked.notebook), as_version=4)  # type: ignore[no-untyped-call]  # nbformat is unannotated
     bundled = _answers(nb)
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
                             resources={"metadata": {"path": str(unpacked.folder)}},
@@ -578,7 +579,7 @@ def replay(
         error = _short_error(exc)
     except Exception as exc:  # the kernel could not start or died: say so, keep the file
         error = f"{type(exc).__name__}: {exc}"
-    atomic_write(unpacked.notebook, nbformat.writes(nb))
+    atomic_write(unpacked.notebook, nbformat.writes(nb))  # type: ignore[no-untyped-call]  # nbformat is unannotated
     replayed = _answers(nb)
     changed = [i for i, (a, b) in enumerate(zip(bundled, replayed, strict=False)) if a != b]
     ran = sum(1 for c in nb.cells if c.cell_type == "code" and c.get("execution_count"))

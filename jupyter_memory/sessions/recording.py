@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from jupyter_memory._version import __version__
 from jupyter_memory.context import prompts
@@ -599,15 +599,15 @@ class Recording:
 
     @property
     def exchanges(self) -> list[dict[str, Any]]:
-        return self.data["exchanges"]
+        return cast("list[dict[str, Any]]", self.data["exchanges"])  # JSON from the file
 
     @property
     def turns(self) -> list[dict[str, Any]]:
-        return self.data["turns"]
+        return cast("list[dict[str, Any]]", self.data["turns"])  # JSON from the file
 
     @property
     def start(self) -> dict[str, Any]:
-        return self.data["start"]
+        return cast("dict[str, Any]", self.data["start"])  # JSON from the file
 
     @property
     def session_id(self) -> str | None:
@@ -1206,7 +1206,8 @@ def _replay_log(session: Any) -> Any:
     the replayed requests and what the cells show, token counts included, are then the
     recorded ones. ``written_to`` is where this replay's turns go.
     """
-    from jupyter_memory.transcript.mirror import SessionLog, TranscriptWriter, git_branch, log_path
+    from jupyter_memory.transcript.log import TranscriptWriter
+    from jupyter_memory.transcript.mirror import SessionLog, git_branch, log_path
 
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     target = log_path(session).with_suffix("") / "replays" / f"replay-{stamp}.jsonl"

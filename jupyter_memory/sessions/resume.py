@@ -19,7 +19,7 @@ import copy
 import json
 import os
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,7 +153,7 @@ def notebook_entries(
     import nbformat
 
     try:
-        nb = nbformat.read(str(path), as_version=4)
+        nb = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]  # nbformat is unannotated
     except FileNotFoundError:
         raise ResumeError(f"No notebook at {path}; save it first, or give its path.") from None
     except Exception as exc:  # nbformat raises several kinds for a damaged file
@@ -240,7 +240,7 @@ def _after_compaction(marker: Mapping[str, Any], before: list[dict[str, Any]]) -
 
 
 def conversation_from_entries(
-    entries: list[tuple[str, Mapping[str, Any]]],
+    entries: Sequence[tuple[str, Mapping[str, Any]]],
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Play the notebook's entries in order, then apply the resume clean-ups.
 
@@ -255,7 +255,7 @@ def conversation_from_entries(
             messages = _after_compaction(data, messages)
             facts["compacted"], facts["summary"] = True, str(data["summary"])
         else:
-            messages.extend(copy.deepcopy(m) for m in data["messages"] if isinstance(m, Mapping))
+            messages.extend(copy.deepcopy(dict(m)) for m in data["messages"] if isinstance(m, Mapping))
     cleaned, conv = _clean(messages)
     facts.update(cleanups=dict(conv.cleanups), interrupted=conv.interrupted,
                  summary_index=0 if facts["compacted"] and cleaned else None)
@@ -582,7 +582,7 @@ def _list_logs(ctx: Any, cwd: Path) -> int:
     folder = transcripts_dir(cwd, ctx.env)
     logs = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
         if folder.is_dir() else []
-    rows = []
+    rows: list[dict[str, Any]] = []
     for log in logs:
         info = log.stat()
         rows.append({"session_id": log.stem, "path": str(log), "bytes": info.st_size,

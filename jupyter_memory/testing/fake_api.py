@@ -651,9 +651,11 @@ def _validate_tools(tools: Any) -> None:
         seen.add(name)
 
 
-def _turn_blocks(messages: list[dict[str, Any]]) -> list[tuple[str, list[tuple[int, int, dict]]]]:
+def _turn_blocks(
+    messages: list[dict[str, Any]],
+) -> list[tuple[str, list[tuple[int, int, dict[str, Any]]]]]:
     """Consecutive same-role messages merged into turns, as the API merges them."""
-    turns: list[tuple[str, list[tuple[int, int, dict]]]] = []
+    turns: list[tuple[str, list[tuple[int, int, dict[str, Any]]]]] = []
     for i, message in enumerate(messages):
         content = message["content"]
         parts = [(i, j, p) for j, p in enumerate(content)] if isinstance(content, list) else []

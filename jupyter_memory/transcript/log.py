@@ -353,7 +353,7 @@ class TranscriptWriter:
         return self._uuids
 
     def _submit(self, entry: dict[str, Any], *, real: bool) -> str:
-        uid = entry["uuid"]
+        uid: str = entry["uuid"]
         line = _encode(entry)  # fails before any state changes
         with self._lock:
             known = self._known_uuids()
@@ -444,7 +444,7 @@ class ReadStats:
     """Entries parsed then dropped because they precede the boundary (small files)."""
 
 
-class EntryList(list):  # list[dict[str, Any]]
+class EntryList(list[dict[str, Any]]):
     """The entries of a log, in file order, with the :class:`ReadStats` of the read."""
 
     def __init__(self, entries: Iterable[dict[str, Any]], stats: ReadStats) -> None:
@@ -639,7 +639,7 @@ class MessageMeta:
     """Added by a resume clean-up, not read from the log."""
 
 
-class Conversation(list):  # list[dict[str, Any]]
+class Conversation(list[dict[str, Any]]):
     """Messages API dicts (``{"role", "content"}``) ready to send, plus resume facts.
 
     Content is always a list of blocks: string content from the log becomes one text
@@ -773,7 +773,8 @@ def rebuild_conversation(
     boundary = None
     if last is not None:
         mark = entries[last]
-        meta = mark.get("compactMetadata") if isinstance(mark.get("compactMetadata"), dict) else {}
+        raw_meta = mark.get("compactMetadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         boundary = BoundaryInfo(
             uuid=mark.get("uuid"),
             trigger=meta.get("trigger"),
@@ -853,7 +854,7 @@ def _assemble(
         for b in e["message"]["content"]
         if isinstance(b, dict) and b.get("type") == "tool_result"
     }
-    stray_results: dict[str, dict[str, Any]] = {}
+    stray_results: dict[str | None, dict[str, Any]] = {}  # keyed by tool_use_id
     for entry in messages:
         if entry["type"] == "user" and id(entry) not in on_chain:
             content = entry["message"]["content"]
@@ -912,7 +913,11 @@ def _assemble(
 
 
 def _push(
-    msgs: list[dict[str, Any]], metas: list[MessageMeta], role: str, blocks: list, meta: MessageMeta
+    msgs: list[dict[str, Any]],
+    metas: list[MessageMeta],
+    role: str,
+    blocks: list[dict[str, Any]],
+    meta: MessageMeta,
 ) -> None:
     """Append a message, merging it into the previous one when the role repeats."""
     if msgs and msgs[-1]["role"] == role:
@@ -994,7 +999,7 @@ def _tidy(msgs: list[dict[str, Any]], metas: list[MessageMeta], counts: Counter[
                 continue
             survivors.append((message, meta))
         msgs.clear()
-        kept_metas = []
+        kept_metas: list[MessageMeta] = []
         for message, meta in survivors:
             _push(msgs, kept_metas, message["role"], message["content"], meta)
         metas[:] = kept_metas

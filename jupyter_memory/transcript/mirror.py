@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from jupyter_memory._version import __version__
 from jupyter_memory.transcript.log import TranscriptWriter
@@ -72,7 +72,9 @@ class SessionLog:
                 body.setdefault("model", self.session.config.model)
             writer.append_message(message["role"], body, is_meta=bool(meta))
 
-    def log_boundary(self, trigger: str, pre_tokens: int, summary: str) -> None:
+    def log_boundary(
+        self, trigger: Literal["auto", "manual"], pre_tokens: int, summary: str
+    ) -> None:
         """Write a compaction boundary and its summary, as the reference does."""
         writer = self.writer()
         writer.append_compact_boundary(trigger, pre_tokens)

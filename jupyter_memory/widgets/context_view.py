@@ -40,7 +40,7 @@ from jupyter_memory.widgets.style import esc
 __all__ = ["CategoryPanel", "ContextView", "ItemPanel"]
 
 
-class ItemPanel(widgets.VBox):
+class ItemPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type information
     """One item: its facts, then its text (the first characters, or all of it on demand)."""
 
     def __init__(self, item: ItemView | None = None, **kwargs: Any) -> None:
@@ -90,7 +90,7 @@ class ItemPanel(widgets.VBox):
         self.show_all.icon = "compress" if self.show_all.value else "expand"
 
 
-class CategoryPanel(widgets.VBox):
+class CategoryPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type information
     """A category: a table of its items, a picker, and the picked item's text."""
 
     def __init__(self, category: CategoryView, decisions: Iterable[Mapping[str, Any]] = (),
@@ -143,7 +143,7 @@ class CategoryPanel(widgets.VBox):
             self.item_panel.set_item(self.category.items[change["new"]])
 
 
-class ContextView(widgets.VBox):
+class ContextView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type information
     """What the next request holds, by category, against the model's window.
 
     Built from a :class:`~jupyter_memory.context.assemble.ContextReport`; ``decisions`` are the

@@ -24,7 +24,7 @@ _BAR_STYLE = {"ok": "info", "near": "warning", "over": "danger"}
 _WORDS = {"ok": "", "near": " — near the limit", "over": " — over the limit"}
 
 
-class BudgetGauges(widgets.VBox):
+class BudgetGauges(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type information
     """One labelled progress bar per :class:`~jupyter_memory.widgets.data.Gauge`."""
 
     def __init__(self, gauges: Sequence[Gauge], **kwargs: Any) -> None:

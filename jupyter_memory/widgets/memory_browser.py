@@ -19,7 +19,7 @@ from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.doctor import Finding, doctor, repair
 from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.memdir.record import MEMORY_TYPES, Memory
-from jupyter_memory.memdir.store import MemoryStore
+from jupyter_memory.memdir.store import MemoryChanges, MemoryStore
 from jupyter_memory.widgets import style
 from jupyter_memory.widgets._base import fallback_bundle
 from jupyter_memory.widgets.html import findings_html, memories_html, memories_text
@@ -40,7 +40,7 @@ def _row_label(m: Memory) -> str:
 _HEADER = f"{'type':<9} {'name':<24} {'description':<44} {'age':>11} {'size':>8}  indexed"
 
 
-class MemoryBrowser(widgets.VBox):
+class MemoryBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type information
     """A filterable table of a memdir's memories with an editor and the doctor's findings.
 
     ``env`` and ``check_projects`` are passed to :func:`~jupyter_memory.memdir.doctor.doctor`
@@ -191,7 +191,7 @@ class MemoryBrowser(widgets.VBox):
         if memory is None:
             self._say("Select a memory first.", "warning")
             return False
-        changes: dict[str, str] = {}
+        changes: MemoryChanges = {}
         if self.editor.value != self._body:
             changes["body"] = self.editor.value
         if self.description.value.strip() != (memory.description or ""):
@@ -222,7 +222,8 @@ class MemoryBrowser(widgets.VBox):
 
     @property
     def confirming(self) -> bool:
-        return self.confirm_box.layout.display != "none"
+        display: object = self.confirm_box.layout.display
+        return display != "none"
 
     def confirm_forget(self) -> bool:
         """Forget the selected memory through ``store.forget``, once :meth:`request_forget`

@@ -27,7 +27,7 @@ def tool_line(name: str, data: Any) -> str:
 
 
 def turn_markdown(record: dict[str, Any]) -> str:
-    parts = []
+    parts: list[str] = []
     if record.get("compactions"):
         parts.extend(compaction_text(item) for item in record["compactions"])
     calls = record.get("tool_calls") or []

@@ -24,7 +24,7 @@ from jupyter_memory.widgets.turn_view import TurnView, UndoCallback
 __all__ = ["ContextPanel", "MemoryOff", "show_context", "show_memories", "show_turn"]
 
 
-class ContextPanel(widgets.VBox):
+class ContextPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type information
     """The context view and the budget gauges of one session, shown together."""
 
     def __init__(self, context: ContextView, gauges: BudgetGauges, **kwargs: Any) -> None:
@@ -46,7 +46,7 @@ class ContextPanel(widgets.VBox):
         return fallback_bundle(self, self.static_html(), self.static_text(), **kwargs)
 
 
-class MemoryOff(widgets.HTML):
+class MemoryOff(widgets.HTML):  # type: ignore[misc]  # ipywidgets ships no type information
     """Shown instead of the browser when memory is off for the session, saying why."""
 
     def __init__(self, reason: str, **kwargs: Any) -> None:

@@ -41,7 +41,7 @@ def _footer(record: Mapping[str, Any]) -> str:
     return " · ".join(b for b in bits if b)
 
 
-class TurnView(widgets.VBox):
+class TurnView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type information
     """One turn record (docs/architecture.md, "The turn record") as a widget.
 
     ``written`` lists the memory files the extraction agent saved after this turn (by

@@ -41,7 +41,8 @@ def estimate_next_request(session: Any) -> int:
     if usage is not None and usage.total_input > 0:
         last = _last_assistant(messages)
         if last is not None:
-            return usage.context_tokens + estimate_messages(messages[last + 1 :])
+            context_tokens: int = usage.context_tokens
+            return context_tokens + estimate_messages(messages[last + 1 :])
     return fixed_tokens(session) + estimate_messages(messages)
 
 

@@ -214,7 +214,9 @@ def compact(
     text = summary_message_text(
         outcome.text, method=method, transcript=transcript, kept_messages=len(kept)
     )
-    boundary = {"trigger": trigger, "pre_tokens": pre_tokens, "at": now_iso("seconds"), "method": method}
+    boundary: dict[str, Any] = {
+        "trigger": trigger, "pre_tokens": pre_tokens, "at": now_iso("seconds"), "method": method
+    }
     summary_msg = {
         "role": "user",
         "content": [{"type": "text", "text": text}],

@@ -256,7 +256,8 @@ class ToolRegistry:
 
     def definitions(self) -> list[dict[str, Any]]:
         """Messages API tool definitions, stable in order and content across calls."""
-        return json.loads(self._frozen)
+        definitions: list[dict[str, Any]] = json.loads(self._frozen)
+        return definitions
 
     def run(self, name: str, input: Any, ctx: ToolContext) -> ToolResult:
         """Run tool ``name``; every failure becomes an error result, never an exception.

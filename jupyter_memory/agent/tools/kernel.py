@@ -76,7 +76,10 @@ class DictNamespace:
         except SyntaxError as exc:
             return RunOutcome("", None, "".join(traceback.format_exception_only(exc)).rstrip())
         try:
-            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            tail = tree.body[-1] if tree.body else None
+            last = tail if isinstance(tail, ast.Expr) else None
+            if last is not None:
+                tree.body.pop()
             with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
                 exec(compile(tree, "<agent>", "exec"), self.data)
                 if last is not None:
