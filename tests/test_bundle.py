@@ -129,7 +129,7 @@ def test_replay_that_asks_more_than_was_recorded_fails_clearly(tmp_path: Path) -
     Recording.new(folder / "demo.recording.json", session)  # no exchanges recorded
     unpacked = unpack(pack(notebook).path, tmp_path / "fresh")
     report = replay(unpacked, env=kernel_env(), timeout=60)
-    assert not report.ok and "ReplayMismatch" in report.error
+    assert not report.ok and "this request is not in the recording" in report.error
     assert "all 0 recorded exchanges" in report.error
 
 
