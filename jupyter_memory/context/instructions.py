@@ -20,6 +20,7 @@ from pathlib import Path
 from jupyter_memory.errors import ConfigError
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.basedir import config_base, home_dir
+from jupyter_memory.memdir.globs import glob_to_regex
 from jupyter_memory.memdir.markdown import fence_flags
 from jupyter_memory.memdir.project import find_project_root
 
@@ -684,33 +685,8 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     if "/" not in p:
         p = "**/" + p  # a bare name matches at any depth
     p = p.lstrip("/")
-    out: list[str] = []
-    i = 0
-    while i < len(p):
-        if p.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif p.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif p[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif p[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif p[i] == "[" and "]" in p[i + 2 :]:
-            close = p.index("]", i + 2)
-            inner = p[i + 1 : close]
-            if inner.startswith("!"):
-                inner = "^" + inner[1:]
-            out.append("[" + inner.replace("\\", "\\\\") + "]")
-            i = close + 1
-        else:
-            out.append(re.escape(p[i]))
-            i += 1
     suffix = "/.*" if dir_only else "(?:/.*)?"  # a matching folder covers what is inside
-    return re.compile("".join(out) + suffix + r"\Z", re.DOTALL)
+    return re.compile(glob_to_regex(p) + suffix + r"\Z", re.DOTALL)
 
 
 def match_glob(pattern: str, relpath: str) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 from jupyter_memory.agent.tools._fs import SKIP_DIRS, looks_binary, resolve
 from jupyter_memory.agent.tools.base import Tool, ToolContext, ToolResult
 from jupyter_memory.memdir.fsutil import is_temp_file
+from jupyter_memory.memdir.globs import glob_to_regex
 
 __all__ = [
     "GLOB_LIMIT",
@@ -82,35 +83,6 @@ def _expand_braces(pattern: str) -> list[str]:
     return [pattern]
 
 
-def _glob_to_regex(pattern: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
-            close = pattern.index("]", i + 2)
-            inner = pattern[i + 1 : close]
-            if inner.startswith("!"):
-                inner = "^" + inner[1:]
-            out.append("[" + inner.replace("\\", "\\\\") + "]")
-            i = close + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return "".join(out)
-
-
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """Compile a glob over posix relative paths.
 
@@ -118,7 +90,7 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
     (including none), ``[abc]`` and ``{a,b}`` work as in the shell. Dot files match.
     """
     options = _expand_braces(pattern.strip().removeprefix("./"))
-    return re.compile("|".join(f"(?:{_glob_to_regex(p)})" for p in options) + r"\Z", re.DOTALL)
+    return re.compile("|".join(f"(?:{glob_to_regex(p)})" for p in options) + r"\Z", re.DOTALL)
 
 
 def _split_absolute(pattern: str) -> tuple[str | None, str]:
