@@ -11,6 +11,7 @@ import pytest
 from jupyter_memory.agent.client import NoModelConfigured, SharedClient
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.recall.state import last_prefetch
 from jupyter_memory.testing.fake_api import FakeAnthropic, Turn
 
 
@@ -66,6 +67,8 @@ def test_prefetch_and_turn_share_the_client(fake_api, project, constructed):
         assert result.ok, result.error
         prefetch = result.record["recall"]["selector"]
         assert prefetch is not None and prefetch["selector"] == "model"
+        # The prefetch never holds the turn up: wait for its selector call to finish.
+        assert last_prefetch(session).wait(timeout=30)
     assert len(fake_api.requests) == 4  # two selector calls and two turns
     assert len(constructed) == 1
     assert fake_api.connections_opened <= 2  # the selector may overlap the main call
