@@ -186,9 +186,9 @@ def drift(committed: list[list[str]], replayed: list[list[str]]) -> str:
 
 def test_every_example_is_found() -> None:
     names = [nb.name for nb in NOTEBOOKS]
-    assert names[:6] == ["01-tour.ipynb", "02-how-recall-works.ipynb",
-                         "03-writing-and-extraction.ipynb", "04-compaction.ipynb",
-                         "05-data-analysis.ipynb", "06-sharing.ipynb"]
+    assert names[:6] == ["02-tour.ipynb", "03-how-recall-works.ipynb",
+                         "04-writing-and-extraction.ipynb", "05-compaction.ipynb",
+                         "01-data-analysis.ipynb", "13-sharing.ipynb"]
     for notebook in NOTEBOOKS:
         assert list(EXAMPLES.glob(f"{notebook.stem}*.recording.json")) or \
             (EXAMPLES / notebook.stem).is_dir(), f"{notebook.name} has no recording"
@@ -343,7 +343,7 @@ def test_demo_outside_a_checkout_names_the_missing_notebook(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert demo_main(["--examples", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
     message = capsys.readouterr().err
-    assert "01-tour.ipynb does not exist" in message and "--examples DIR" in message
+    assert "02-tour.ipynb does not exist" in message and "--examples DIR" in message
 
 
 def test_a_missed_prefetch_compares_equal_whether_or_not_the_selector_had_answered() -> None:

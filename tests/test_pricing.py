@@ -230,7 +230,7 @@ def test_cli_prices_a_saved_notebook_from_its_turn_records(fake_api, project, tm
 
 
 def test_cli_on_a_recorded_example_notebook_counts_its_main_calls(tmp_path):
-    nb = EXAMPLES / "01-tour.ipynb"
+    nb = EXAMPLES / "02-tour.ipynb"
     ledger, note = notebook_ledger(nb)
     rows = ledger.to_json()
     saved = [o["data"][TURN_MIME] for c in json.loads(nb.read_text())["cells"]

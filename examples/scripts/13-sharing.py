@@ -1,4 +1,4 @@
-"""The scripted model of 06-sharing/sales-review.ipynb, the project 06-sharing.ipynb packs.
+"""The scripted model of 13-sharing/sales-review.ipynb, the project 13-sharing.ipynb packs.
 
 ``seed`` lays out the project as it was before the recorded session: the data file, the
 project's CLAUDE.md, and two memories written 9 and 3 days earlier (their ages travel in the
@@ -14,7 +14,7 @@ from pathlib import Path
 from jupyter_memory.testing import ToolCall, Turn
 
 RECORD_FIRST = ["sales-review.ipynb"]
-PROJECT = Path(__file__).resolve().parent.parent / "06-sharing"
+PROJECT = Path(__file__).resolve().parent.parent / "13-sharing"
 
 MEMORIES = {
     "feedback_growth_in_percent.md": (9, """\

@@ -1,4 +1,4 @@
-"""The scripted model of 03-writing-and-extraction.ipynb (used by make_recordings.py).
+"""The scripted model of 04-writing-and-extraction.ipynb (used by make_recordings.py).
 
 The main agent saves a memory when asked (topic file, then its index line). The extraction
 agent, after each tool-less answer, reads the index and saves the fact stated in passing

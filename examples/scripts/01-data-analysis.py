@@ -1,4 +1,4 @@
-"""The scripted model of 05-data-analysis.ipynb (used by make_recordings.py).
+"""The scripted model of 01-data-analysis.ipynb (used by make_recordings.py).
 
 Day 1: the agent computes means; corrected, it computes medians without test customers, and
 the extraction agent saves both rules. Day 2 (a fresh kernel): the agent reads those two
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jupyter_memory.testing import ToolCall, Turn
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "05-data-analysis.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "01-data-analysis.ipynb"
 
 MEANS = """(orders.groupby("plan")["amount_cents"].mean() / 100).round(2)"""
 MEDIANS = """real = orders[~orders["customer_id"].str.startswith("T-")]

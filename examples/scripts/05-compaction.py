@@ -1,4 +1,4 @@
-"""The scripted model of 04-compaction.ipynb (used by make_recordings.py).
+"""The scripted model of 05-compaction.ipynb (used by make_recordings.py).
 
 The agent inspects seven large variables in one round (heavy tool outputs), the small model
 keeps session notes, and the main model writes a nine-section summary when asked to compact

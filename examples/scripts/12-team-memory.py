@@ -1,4 +1,4 @@
-"""The scripted model of 07-team-memory.ipynb (used by make_recordings.py).
+"""The scripted model of 12-team-memory.ipynb (used by make_recordings.py).
 
 The notebook's agent answers a question from the team's memory: it reads the team memory
 the team index points at, then answers. The defined agent ``data-reviewer`` saves what it

@@ -1,4 +1,4 @@
-"""The scripted model of 01-tour.ipynb (used by make_recordings.py; not a real model).
+"""The scripted model of 02-tour.ipynb (used by make_recordings.py; not a real model).
 
 One agent turn: the index names a memory about revenue, so the "model" reads it and the
 rounding preference, inspects ``sales``, then answers in rounded euros.

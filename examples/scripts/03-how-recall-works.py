@@ -1,4 +1,4 @@
-"""The scripted model of 02-how-recall-works.ipynb (used by make_recordings.py).
+"""The scripted model of 03-how-recall-works.ipynb (used by make_recordings.py).
 
 Index mode (Part 1): the agent reads the two memories its index points at, and answers the
 Chinese question from the index line. Prefetch mode (Part 2): the small model picks the
