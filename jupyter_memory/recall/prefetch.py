@@ -107,7 +107,6 @@ def skip_reason(
 # ----------------------------------------------------------------------------- shared state
 
 
-
 def _overflow_decisions(
     cache: ScanCache, memdir: Path, shown: frozenset[str]
 ) -> tuple[list[dict[str, Any]], float]:
@@ -127,15 +126,6 @@ def _overflow_decisions(
             f"not among the {SCAN_LIMIT} newest memories the selector is shown", "B",
             age_days=age, bytes=f.stat.st_size))
     return out, expires
-
-
-
-
-
-
-
-
-
 
 
 def _describe_error(exc: BaseException) -> str:
