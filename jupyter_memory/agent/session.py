@@ -106,8 +106,8 @@ class _CostInRecord:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def after_turn(self, turn: Any, result: Any) -> None:
-        result.record["cost"] = self.session.cost_ledger.to_json()
+    def record_fields(self, turn: Any) -> dict[str, Any]:
+        return {"cost": self.session.cost_ledger.to_json()}
 
 
 @dataclass
@@ -125,8 +125,9 @@ class Session:
     turn_count: int = 0
     recall_override: str | None = None
     memory_override: bool | None = None
-    #: Objects with optional ``before_turn(turn)``, ``before_call(turn, round)`` and
-    #: ``after_turn(turn, result)`` methods, called by ``agent.run_turn`` in order.
+    #: Objects with optional ``before_turn(turn)``, ``before_call(turn, round)``,
+    #: ``record_fields(turn)`` and ``after_turn(turn, result)`` methods (agent/hooks.py),
+    #: called by ``agent.run_turn`` in order.
     hooks: list[Any] = field(default_factory=list)
     #: Builds the SDK client; replaced to replay a recording or use another endpoint.
     client_factory: Any = None

@@ -89,12 +89,13 @@ class CompactionHook:
                 f"{th.window:,}); automatic compaction starts at {th.autocompact:,}.",
             )
 
+    def record_fields(self, turn: Any) -> dict[str, Any] | None:
+        made = turn.extra.get("compactions")
+        return {"compactions": [r.to_json() for r in made]} if made else None
+
     def after_turn(self, turn: Any, result: Any) -> None:
         if turn.got_response:
             state_of(self.session).last_answer_at = self.clock()
-        made = turn.extra.get("compactions")
-        if made:
-            result.record["compactions"] = [r.to_json() for r in made]
 
     # ------------------------------------------------------------------ actions
 
