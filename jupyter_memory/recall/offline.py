@@ -32,6 +32,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jupyter_memory.memdir.words import FUNCTION_WORDS
+
 __all__ = [
     "HYBRID_POLICY",
     "LABEL",
@@ -70,25 +72,23 @@ TOOL_WARNING_BONUS = 1.4
 # ----------------------------------------------------------------------------- tokens
 
 
-
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_STOP = _words(
+#: Words a question is made of but a memory is not about: the function words, and the
+#: greetings, fillers and task verbs people wrap a question in.
+_STOP = FUNCTION_WORDS | _words(
     """
-a about above after again all also am an and any are as at be because been before being
-below between both but by can could did do does doing done down during each else even ever
-every few for from further get gets getting give go going got had has have having he her
-here hers him his how i if in into is it its itself just let like make me might more most
-much must my myself need needs now of off on once only or other our ours out over own
-please put quite rather really said same say see she should show so some still such take
-tell than thank thanks that the their them then there these they thing things this those
-through to too try under until up us use used uses using very want wants was way we well
-were what when which while who whom why will with would yes yet you your yours
-ok okay hi hello hey anyone something anything
-add build calculate change check compute describe find give help keep know list look
-open per prepare start tell update via work write
+about above add after again all also am any anyone anything because before being below
+between both build calculate change check compute could describe doing done down during each
+else even ever every few find further get gets getting give go going got having hello help
+here hers hey hi him how if itself just keep know let like list look make me might more most
+much myself need needs now off ok okay once only open other ours out over own per please
+prepare put quite rather really said same say see show so some something start still such
+take tell thank thanks these thing things those through too try under until up update us use
+used uses using very via want wants way well what when which while who whom why work write
+yes yet yours
 """
 )
 _NEGATIONS = _words(
