@@ -13,7 +13,7 @@ import os
 import platform
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,39 +38,84 @@ RECALL_SELECTORS = ("model", "offline")
 PERMISSION_MODES = ("ask", "allow", "deny")
 
 
+def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None) -> Any:
+    """A field of :class:`AgentConfig` that people set (``%config Agent.NAME``): declared
+    once here, with its help and choices; the magics build their traits from it."""
+    metadata: dict[str, Any] = {"help": help}
+    if choices is not None:
+        metadata["choices"] = choices
+    return field(default=default, metadata=metadata)
+
+
 @dataclass(frozen=True)
 class AgentConfig:
-    """Settings of the agent; the magics expose each one through ``%config Agent``.
+    """Settings of the agent; the magics expose each :func:`setting` through ``%config Agent``.
 
     Defaults reproduce the reference behaviour, because people use this project to
     learn how that behaviour works. Each improvement is a switch: ``maintain_index``
     (the index follows topic files the agent writes), ``cjk_trigger`` (unspaced Chinese
     or Japanese questions still trigger prefetch), ``wait_for_prefetch`` (the first model
-    call waits for prefetched memories).
+    call waits for prefetched memories). Plain fields (retries, timeout, the transcript
+    switch) are for code and tests, not ``%config``.
     """
 
-    model: str = ""
-    small_model: str = ""
-    max_tokens: int = 8192
-    max_turns: int = 25
-    permission_mode: str = "ask"
-    recall_mode: str = "index"
-    maintain_index: bool = False
+    model: str = setting(
+        "", "Main model (default: $JUPYTER_MEMORY_MODEL or claude-sonnet-5-5).")
+    small_model: str = setting(
+        "", "Model for side calls such as recall selection "
+        "(default: $JUPYTER_MEMORY_SMALL_MODEL or claude-haiku-4-5).")
+    max_tokens: int = setting(8192, "Maximum output tokens of one model call.")
+    max_turns: int = setting(25, "Maximum model calls in one agent turn.")
+    permission_mode: str = setting(
+        "ask", "Running code and writing outside the memory folder: ask, allow or deny.",
+        choices=PERMISSION_MODES)
+    recall_mode: str = setting(
+        "index", "index: MEMORY.md in every request; prefetch: relevant memories chosen per "
+        "message.", choices=RECALL_MODES)
+    maintain_index: bool = setting(
+        False, "Keep MEMORY.md in step with topic files the agent writes (the reference "
+        "leaves that to the agent).")
+    agents_md: bool = setting(False, "Also read AGENTS.md files as instructions.")
     extra_instruction_names: tuple[str, ...] = ()
     max_retries: int = 2
     timeout: float = 600.0
-    cell_output_cap: int = 2_000
-    wait_for_prefetch: bool = False
+    cell_output_cap: int = setting(
+        2_000, "Characters of each code cell's output passed to the agent.")
+    wait_for_prefetch: bool = setting(
+        False, "Wait for prefetched memories before the first model call (the reference "
+        "does not, so an answer without tools misses them).")
     log_transcript: bool = True
-    extraction: bool = True
-    extraction_every: int = 1
-    extraction_share_tools: bool = False
-    approval_mode: bool = False
-    auto_compact: bool = True
-    microcompact_idle_minutes: float = 60.0
-    session_memory: bool = True
-    cjk_trigger: bool = False
-    recall_selector: str = "model"
+    extraction: bool = setting(
+        True, "After each completed turn (its final message asks for no tool), let a "
+        "restricted background agent save durable facts as memories.")
+    extraction_every: int = setting(1, "Run extraction every N eligible turns.")
+    extraction_share_tools: bool = setting(
+        False, "Send the extraction agent the full tool list (shares the cached prefix; "
+        "the tool layer still refuses everything outside its sandbox).")
+    approval_mode: bool = setting(
+        False, "Extracted memories wait in a pending area until you accept them "
+        "(%memory pending).")
+    auto_compact: bool = setting(
+        True, "Compact the conversation automatically before a request that would pass "
+        "the autocompact level.")
+    microcompact_idle_minutes: float = setting(
+        60.0, "Clear old tool outputs when the agent has been idle this long (the prompt "
+        "cache is cold anyway; 0 switches it off).")
+    session_memory: bool = setting(
+        True, "Keep rolling session notes in the background; compaction uses them first, "
+        "with no model call.")
+    cjk_trigger: bool = setting(
+        False, "Let unspaced Chinese/Japanese questions trigger prefetch (the reference "
+        "skips them as single words).")
+    recall_selector: str = setting(
+        "model", "Who picks prefetched memories: the small model, or an offline ranking "
+        "of their descriptions (no model call).", choices=RECALL_SELECTORS)
+
+    @property
+    def instruction_names(self) -> tuple[str, ...]:
+        """Instruction file names read besides ``CLAUDE.md`` (``agents_md`` adds AGENTS.md)."""
+        extra = self.extra_instruction_names
+        return (*extra, "AGENTS.md") if self.agents_md and "AGENTS.md" not in extra else extra
 
     def __post_init__(self) -> None:
         if self.recall_mode not in RECALL_MODES:
@@ -97,6 +142,11 @@ class AgentConfig:
         """Defaults with the models chosen by ``JUPYTER_MEMORY_MODEL`` / ``_SMALL_MODEL``."""
         base = cls(model=default_model(env), small_model=default_small_model(env))
         return replace(base, **overrides) if overrides else base
+
+
+def user_settings() -> tuple[Any, ...]:
+    """The :class:`AgentConfig` fields people set, in declaration order."""
+    return tuple(f for f in fields(AgentConfig) if "help" in f.metadata)
 
 
 class _CostInRecord:
@@ -184,7 +234,7 @@ class Session:
             self.cwd,
             project_root=self._location.project_root,
             env=self.env,
-            extra_names=self.config.extra_instruction_names,
+            extra_names=self.config.instruction_names,
         )
         skipped = self._instructions.skipped_imports
         if skipped:
@@ -196,7 +246,7 @@ class Session:
                     self.cwd,
                     project_root=self._location.project_root,
                     env=self.env,
-                    extra_names=self.config.extra_instruction_names,
+                    extra_names=self.config.instruction_names,
                     external_imports=True,
                 )
         self.reset_tools()
