@@ -160,7 +160,7 @@ def test_main_agent_wrote_memory_so_extraction_is_skipped(session, hook, router,
 # ----------------------------------------------------------------------------- a run
 
 
-def test_extraction_runs_writes_and_saw_restricted_tools(session, hook, router, fake_api):
+def test_extraction_runs_writes_and_saw_the_main_tool_list(session, hook, router, fake_api):
     store = session.store
     store.create("analyst", "Senior analyst who prefers SQL", "user", "Senior analyst.")
     index_before = store.index_path.read_bytes()
@@ -183,11 +183,12 @@ def test_extraction_runs_writes_and_saw_restricted_tools(session, hook, router, 
     assert hook.wait(10)
     assert fake_api.failures == []
 
-    # The server saw the restricted tool list, the main system prompt and the whole
-    # conversation, then the instruction with the manifest of existing memories.
+    # The server saw the main agent's tool list (the default shares the cached prefix),
+    # the main system prompt and the whole conversation, then the instruction with the
+    # manifest of existing memories.
     first = router.extract_bodies[0]
-    assert [t["name"] for t in first["tools"]] == list(EXTRACTION_TOOLS)
     main = router.main_bodies[-1]
+    assert first["tools"] == main["tools"]
     assert first["system"] == main["system"]
     conversation = main["messages"]
     assert strip_cache(first["messages"][: len(conversation)]) == strip_cache(conversation)
@@ -414,6 +415,7 @@ def test_environment_switch_turns_extraction_off(session, hook, router, monkeypa
 def test_shared_tools_read_the_main_cache(session, hook, router, fake_api):
     router.main.extend([Turn(text="a"), Turn(text="b")])
     router.extract.extend([Turn(text="Nothing to save."), Turn(text="Nothing to save.")])
+    hook.share_tools_override = False
     turn(session, "first question")
     assert hook.wait(10)
     restricted = hook.runs[-1]

@@ -90,8 +90,9 @@ class AgentConfig:
         "restricted background agent save durable facts as memories.")
     extraction_every: int = setting(1, "Run extraction every N eligible turns.")
     extraction_share_tools: bool = setting(
-        False, "Send the extraction agent the full tool list (shares the cached prefix; "
-        "the tool layer still refuses everything outside its sandbox).")
+        True, "Send the extraction agent the main agent's full tool list, so it reads the main "
+        "conversation's prompt cache as the reference's fork does (the tool layer still "
+        "refuses everything outside its sandbox); False offers only its five tools.")
     approval_mode: bool = setting(
         False, "Extracted memories wait in a pending area until you accept them "
         "(%memory pending).")
