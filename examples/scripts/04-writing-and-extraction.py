@@ -37,10 +37,10 @@ which a board pack is being prepared, is on 2027-01-15.
 EMEA = """\
 ---
 name: region-code-emea
-description: since December 2026 the warehouse's European region code is EMEA, not EU
+description: since November 2026 the warehouse's European region code is EMEA, not EU
 type: project
 ---
-Since December 2026 the warehouse calls the European region `EMEA` instead of `EU`.
+Since November 2026 the warehouse calls the European region `EMEA` instead of `EU`.
 
 **Why:** a renaming in the warehouse; older extracts still say `EU`.
 **How to apply:** use `EMEA` in new work; map `EU` to `EMEA` when combining older data.
