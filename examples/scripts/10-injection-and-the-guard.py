@@ -1,11 +1,11 @@
 """The scripted model of 10-injection-and-the-guard.ipynb (used by make_recordings.py).
 
-Part 1: the small model picks the two team memories for a question about exporting revenue,
+First session (sections 1-3): the small model picks the two team memories for a question about exporting revenue,
 one of which was planted with instructions for the assistant. The main model treats the
 planted text as data: it does not run anything, it tells the person what the memory asks and
 how to remove it, and it answers the question.
 
-Part 2 (a new session): the person pastes a rotated API key. The main model answers without
+Second session (sections 4-6): the person pastes a rotated API key. The main model answers without
 a tool; the extraction agent then behaves like a careless model and tries to keep the key (in
 the memory, in the index line, and in a file outside the memory folder). All three writes
 are refused, and it ends without saving anything.
