@@ -306,6 +306,41 @@ def test_extraction_cannot_save_a_service_account_key(session, hook, router, fak
     assert "PEM private key" in refusal and key_lines[0] not in refusal
 
 
+def test_refused_writes_to_an_existing_memory_are_not_announced_as_saved(
+        session, hook, router, fake_api):
+    """The guard refused every write: the run saved nothing, says nothing, undoes nothing."""
+    session.store.create("summary-key", "the summary job's key is in SUMMARY_KEY", "reference",
+                         "The key is in the SUMMARY_KEY variable.")
+    memory = session.memdir / "reference_summary_key.md"
+    index = session.memdir / "MEMORY.md"
+    before = snapshot(session.memdir)
+    key = "sk-ant-api03-" + "FAKE-refused-write-test-q7W2e9R4t6Y1"
+    router.main.append(Turn(text="ok"))
+    router.extract.extend([
+        Turn(tool_calls=[ToolCall("Read", {"file_path": str(memory)}),
+                         ToolCall("Read", {"file_path": str(index)})]),
+        Turn(tool_calls=[
+            ToolCall("Write", {"file_path": str(memory),
+                               "content": memory.read_text() + f"\nCurrent key: {key}\n"}),
+            ToolCall("Write", {"file_path": str(index),
+                               "content": index.read_text() + f"- key {key}\n"}),
+        ]),
+        Turn(text="Nothing saved."),
+    ])
+    notices = Notices()
+    turn(session, f"the new key is {key}", notices)
+    assert hook.wait(10)
+    assert fake_api.failures == []
+    assert snapshot(session.memdir) == before
+    results = router.extract_bodies[2]["messages"][-1]["content"]
+    assert all(r.get("is_error") for r in results if r.get("type") == "tool_result")
+    run = hook.runs[-1]
+    assert (run.status, run.files, run.created) == ("nothing", [], [])
+    assert notices.items == []
+    with pytest.raises(Exception, match="saved anything to undo"):
+        hook.undo()
+
+
 # ----------------------------------------------------------------------------- one at a time
 
 

@@ -678,7 +678,10 @@ class ExtractionHook:
                               if f.startswith("team/") and (memdir / f).exists()]
                     team_store.settle(shared)  # a user memory is taken back out of team/
                 run.after = store.after()
-                run.files = [f for f in written if run.after.get(f) is not None]
+                # A write the store refused (a credential, a bad header) leaves the file as
+                # it was: only files whose bytes changed were saved.
+                run.files = [f for f in written
+                             if run.after.get(f) is not None and run.after[f] != store.before[f]]
                 run.created = [f for f in run.files if store.before[f] is None]
                 run.status = "saved" if run.files else "nothing"
             run.ended = now_iso()
