@@ -289,7 +289,7 @@ def test_prefetch_without_a_client_uses_the_offline_selector(session):
     prompt = "is the revenue column stored in cents?"
     session.messages.append(user_message(prompt))
     prefetch = recall.start_prefetch(session, prompt, None)
-    assert prefetch.wait(30) and prefetch.status == "done" and prefetch.selector == "offline"
+    assert prefetch.wait(120) and prefetch.status == "done" and prefetch.selector == "offline"
     assert recall.last_prefetch(session) is prefetch
     messages = prefetch.take_messages()
     assert [m["_meta"]["file"] for m in messages] == [cents]

@@ -89,7 +89,7 @@ class Router:
         first_call = not any(b.get("type") == "tool_result" for b in last["content"])
         if self.wait_first and first_call:
             prefetch = recall.last_prefetch(self.session)
-            assert prefetch is not None and prefetch.wait(30)
+            assert prefetch is not None and prefetch.wait(120)
         return turn
 
 
@@ -239,7 +239,7 @@ def test_offline_selector_has_no_request_and_no_answer(project):
     session = make_session(project, recall_selector="offline")
     add(session, "revenue-in-cents", "sales.revenue is stored in cents", "Cents.")
     prefetch = recall.start_prefetch(session, "How is revenue stored in sales?", None)
-    assert prefetch.wait(30)
+    assert prefetch.wait(120)
     assert prefetch.request is None and prefetch.answer is None
     assert prefetch.to_json()["selector"] == "offline"
 
@@ -289,7 +289,7 @@ def test_files_read_while_the_selector_thinks_are_filtered_after_the_call(fake_a
     read_done = threading.Event()
 
     def slow_selector(_body: dict[str, Any]) -> Turn:
-        assert read_done.wait(30)  # answer only after the agent has read the file itself
+        assert read_done.wait(120)  # answer only after the agent has read the file itself
         return choose([cents, fiscal])
 
     class AfterRead(Router):
@@ -297,7 +297,7 @@ def test_files_read_while_the_selector_thinks_are_filtered_after_the_call(fake_a
             if not is_selector(body) and len(self.main_bodies) == 1:
                 read_done.set()  # the Read of the tool round has run
                 prefetch = recall.last_prefetch(self.session)
-                assert prefetch is not None and prefetch.wait(30)
+                assert prefetch is not None and prefetch.wait(120)
             return super().__call__(body)
 
     router = AfterRead(session, slow_selector, [
