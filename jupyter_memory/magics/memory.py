@@ -96,7 +96,7 @@ class MagicContext(Context):
     # ------------------------------------------------------------------ the memory
 
     @property
-    def location(self) -> Any:  # type: ignore[override]
+    def location(self) -> Any:
         return self.session.location
 
     @property
