@@ -23,13 +23,15 @@ BLOCK = re.compile(r"(<!-- generated: .*? -->\n)```text\n.*?```\n(<!-- end gener
 
 
 def main() -> int:
+    marker = ("<!-- generated: python scripts/command_docs.py (Python "
+              f"{sys.version_info[0]}.{sys.version_info[1]}) -->\n")
     for front, path in DOCS.items():
         text = path.read_text(encoding="utf-8")
         if not BLOCK.search(text):
             print(f"{path}: no generated block to fill", file=sys.stderr)
             return 1
         usage = reference(front)
-        new = BLOCK.sub(lambda m, usage=usage: f"{m.group(1)}```text\n{usage}\n```\n{m.group(2)}",
+        new = BLOCK.sub(lambda m, usage=usage: f"{marker}```text\n{usage}\n```\n{m.group(2)}",
                         text)
         if new != text:
             path.write_text(new, encoding="utf-8")
