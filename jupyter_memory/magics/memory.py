@@ -280,7 +280,18 @@ def _usage() -> str:
         "message'.", 88)
     usage = "\n".join("  " + line if line else "" for line in
                       reference(MAGIC, _PARSER).splitlines())
-    return f"Browse and manage the project's memories (the notebook's /memory).\n\n{intro}\n\n::\n\n{usage}\n"
+    return (f"Browse and manage the project's memories (the notebook's /memory).\n\n{intro}\n\n"
+            f"Examples::\n\n{_EXAMPLES}\nUsage (generated from the definitions)::\n\n{usage}\n")
+
+
+_EXAMPLES = """\
+    %memory                                   # the memory browser
+    %memory list --type feedback              # a table, newest first
+    %memory search revenue cents              # where a phrase appears
+    %memory forget user_role.md -f            # without the question
+    %memory list --scope user --agent reviewer --json
+    %memory search -h                         # one subcommand's usage
+"""
 
 
 MemoryMagics.memory.__doc__ = _usage()
