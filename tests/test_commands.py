@@ -351,3 +351,12 @@ def test_transcript_list_previews_what_the_person_asked(tmp_path: Path) -> None:
     assert cli.main(["transcript", "list", "--project", str(project)], env=env, stdout=out) == 0
     assert "/handgemacht:create-beads websearch to learn" in out.getvalue()
     assert "<command-message>" not in out.getvalue()
+
+
+def test_options_before_the_subcommand_and_options_alone(ip: InteractiveShell, memdir: Path) -> None:
+    seed(memdir)
+    _, _, out = run_magic(ip, "--json doctor")
+    assert json.loads(out)["warnings"] == 1
+    _, _, out = run_magic(ip, "--json")
+    assert {m["file"] for m in json.loads(out)} == {"user_role.md", "feedback_orphan.md",
+                                                    "project_revenue_in_cents.md"}

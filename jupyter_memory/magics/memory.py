@@ -13,7 +13,6 @@ stays consistent.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import shlex
 import sys
 import textwrap
@@ -132,10 +131,6 @@ class MagicContext(Context):
         session.refresh_context()
 
 
-def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False))
-
-
 @magics_class
 class MemoryMagics(Magics):
     def __init__(self, shell: Any = None, agent: Any = None, **kwargs: Any) -> None:
@@ -157,7 +152,7 @@ class MemoryMagics(Magics):
             show_memories(self.agent.session())
             return
         if words[0].startswith("-") and words[0] not in ("-h", "--help"):
-            words.insert(0, "list")  # options alone: %memory --json is %memory list --json
+            words = _subcommand_first(words)
         if words[0] in ("-h", "--help"):
             print(_usage())
             return
@@ -268,6 +263,16 @@ class MemoryMagics(Magics):
         print(result.summary())
 
 
+
+
+def _subcommand_first(words: list[str]) -> list[str]:
+    """``%memory --json doctor`` is ``%memory doctor --json``; options alone mean ``list``."""
+    for i, word in enumerate(words):
+        if not word.startswith("-"):
+            if word in SUBCOMMANDS:
+                return [word, *words[:i], *words[i + 1:]]
+            break
+    return ["list", *words]
 
 
 def _usage() -> str:
