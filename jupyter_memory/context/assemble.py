@@ -17,7 +17,12 @@ from functools import cached_property
 from typing import Any
 
 from jupyter_memory.context import prompts
-from jupyter_memory.context.models import Thresholds, model_info, thresholds
+from jupyter_memory.context.models import (
+    Thresholds,
+    model_info,
+    thresholds,
+    unknown_model_note,
+)
 from jupyter_memory.context.request_parts import content_digest
 from jupyter_memory.context.tokens import Usage, estimate_message, estimate_tokens, estimate_tool
 
@@ -497,12 +502,9 @@ def render_text(rep: ContextReport, *, detail: bool = True) -> str:
         f"counted by {_SOURCE_WORDS[rep.source]}",
         "",
     ]
-    if not rep.model_known:
-        lines[2:2] = [
-            f"Note: {rep.model} is not in the model table, so budgets assume a "
-            f"{rep.window:,}-token window; check the model name (JUPYTER_MEMORY_MODEL).",
-            "",
-        ]
+    note = None if rep.model_known else unknown_model_note(rep.model)
+    if note is not None:
+        lines[3:3] = [f"Note: {note}", ""]
     for cat in data["categories"]:
         bar = "#" * max(0, round(cat["percent"] / 100 * width))
         lines.append(f"  {cat['name']:<20} {cat['tokens']:>9,}  {cat['percent']:>5}%  {bar}")

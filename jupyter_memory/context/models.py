@@ -60,7 +60,8 @@ _FALLBACK = (200_000, 32_000)
 
 
 def model_info(name: str) -> ModelInfo:
-    """Limits of ``name``; unknown models get a 200K window so budgets stay conservative."""
+    """Limits of ``name``; an unknown model gets a 200K window (``known`` is False, and
+    :func:`unknown_model_note` says so wherever the budget is shown)."""
     best = ""
     for prefix in _MODELS:
         if name.startswith(prefix) and len(prefix) > len(best):
@@ -70,6 +71,28 @@ def model_info(name: str) -> ModelInfo:
         return ModelInfo(name, window, out, True)
     window, out = _FALLBACK
     return ModelInfo(name, window, out, False)
+
+
+def known_models() -> tuple[str, ...]:
+    """The model families of the table (a dated id such as ``claude-sonnet-4-5-20250929``
+    finds its family by prefix)."""
+    return tuple(_MODELS)
+
+
+def unknown_model_note(name: str) -> str | None:
+    """What to tell a person whose model is not in the table, or None when it is.
+
+    An unknown name is a warning, not an error: an endpoint behind ``ANTHROPIC_BASE_URL``
+    may serve models under names of its own. The budgets then assume the fallback window,
+    so the note says which one and lists the names the table knows.
+    """
+    info = model_info(name)
+    if info.known:
+        return None
+    return (f"{name} is not in the model table, so budgets assume a {info.context_window:,}-token "
+            f"window and {info.max_output_tokens:,} output tokens. Known models (a dated id "
+            f"finds its family): {', '.join(known_models())}. Check the model name "
+            "(JUPYTER_MEMORY_MODEL, %config Agent.model, or --model).")
 
 
 def default_model(env: Mapping[str, str] | None = None) -> str:

@@ -28,7 +28,7 @@ from jupyter_memory.agent.client import NoModelConfigured
 from jupyter_memory.agent.loop import TURN_MIME, TurnEvents, run_turn
 from jupyter_memory.agent.session import AgentConfig, user_settings
 from jupyter_memory.agent.tools import console_prompt
-from jupyter_memory.context.models import default_model, default_small_model
+from jupyter_memory.context.models import default_model, default_small_model, unknown_model_note
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.magics.cells import cell_log_for, is_agent_cell
 from jupyter_memory.magics.cells import quiet as quiet_cells
@@ -126,6 +126,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         self._resume_checked: Any = None
         self._env_replay_done = False
         self._agent_sessions: dict[str, Any] = {}
+        self._models_noted: set[str] = set()  # unknown model names already warned about
 
     @default("model")
     def _default_model(self) -> str:
@@ -240,7 +241,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             try:
                 session = self.agent_session(agent_name)
             except JupyterMemoryError as exc:
-                raise UsageError(f"jupyter-memory: {exc}") from None
+                raise UsageError(f"%agent --agent {agent_name}: {exc}") from None
         else:
             session = self.session()
             self._maybe_auto_resume(session, line, cell)
@@ -248,6 +249,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             client = session.make_client()
         except NoModelConfigured as exc:
             raise UsageError(str(exc)) from None
+        self._note_unknown_model(session.config.model)
         preamble = self._cells_since_last_turn()
         view = _TerminalView() if is_terminal(self.shell) else _StreamView()
         ctx = session.tool_context(namespace=self._namespace())
@@ -279,6 +281,13 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             raise UsageError(result.error or "The turn failed; see the session log.")
         if problem is not None:  # background work of the turn (extraction) was refused
             raise UsageError(problem)
+
+    def _note_unknown_model(self, model: str) -> None:
+        """Say once per model name, on standard error, that the budgets guess its window."""
+        note = unknown_model_note(model)
+        if note is not None and model not in self._models_noted:
+            self._models_noted.add(model)
+            print(f"Note: {note}", file=sys.stderr)
 
     # ------------------------------------------------------------ sessions
 
