@@ -114,6 +114,28 @@ def test_thresholds_of_a_200k_model(project):
     assert th.level(150_000) == "warning" and th.level(170_000) == "autocompact"
 
 
+def test_context_window_setting_gives_a_small_window_its_levels(project):
+    from jupyter_memory.context.assemble import render_text
+    from jupyter_memory.errors import ConfigError
+
+    config = AgentConfig.from_env(model=MODEL, context_window=60_000)
+    session = Session(project, config=config)
+    th = session_thresholds(session)
+    # The same formula as for 200K: E = 60,000 - min(64,000, 20,000).
+    assert (th.window, th.effective, th.warning, th.autocompact, th.blocking) == (
+        60_000, 40_000, 7_000, 27_000, 37_000)
+    report = session.context_report()
+    assert report.window == 60_000 and report.thresholds == th
+    assert report.to_json()["model_window"] == 200_000
+    assert "set by Agent.context_window (claude-haiku-4-5's own is 200,000)" in render_text(report)
+    # Only a smaller window counts: the endpoint refuses what the model cannot hold.
+    bigger = Session(project, config=AgentConfig.from_env(model=MODEL, context_window=500_000))
+    assert session_thresholds(bigger).window == 200_000
+    assert "model_window" not in bigger.context_report().to_json()
+    with pytest.raises(ConfigError, match="at least 60,000"):
+        AgentConfig.from_env(model=MODEL, context_window=20_000)
+
+
 def test_estimate_uses_last_usage_plus_new_messages(fake_api, project):
     session = make_session(project, hook=False)
     fake_api.script([Turn(text="hi", usage=usage(50_000))])

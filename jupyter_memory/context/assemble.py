@@ -366,6 +366,8 @@ class ContextReport:
     index: IndexPart | None
     last_usage: Usage | None
     model_known: bool = True
+    #: The model's own window when ``Agent.context_window`` set a smaller one, else 0.
+    model_window: int = 0
     #: What was left out because its folder is not trusted, one line each.
     notices: tuple[str, ...] = ()
 
@@ -401,6 +403,7 @@ class ContextReport:
             "index": _index_usage(self.index),
             "last_usage": self.last_usage.to_json() if self.last_usage else None,
             "notices": list(self.notices),
+            **({"model_window": self.model_window} if self.model_window else {}),
         }
 
 
@@ -436,6 +439,7 @@ def report(
     counted_tokens: int | None = None,
     max_output_tokens: int | None = None,
     notices: Sequence[str] = (),
+    context_window: int = 0,
 ) -> ContextReport:
     """Budget of ``assembled``: estimates per part, corrected by real numbers when known.
 
@@ -443,9 +447,10 @@ def report(
     was asked for, then the last response's real usage (the reference's automatic
     count), then the offline estimate. With a real total,
     the difference from the estimates is attributed to the conversation.
+    ``context_window`` is the ``Agent.context_window`` setting (0: the model's window).
     """
     model = assembled.body["model"]
-    info = model_info(model)
+    info = model_info(model, context_window)
     th = thresholds(info, max_output_tokens)
     by_cat: dict[str, list[Part]] = {name: [] for name in CATEGORY_ORDER}
     for part in assembled.parts:
@@ -483,6 +488,7 @@ def report(
         index=index,
         last_usage=last_usage,
         model_known=info.known,
+        model_window=info.model_window,
         notices=tuple(notices),
     )
 
@@ -501,6 +507,12 @@ def render_text(rep: ContextReport, *, detail: bool = True) -> str:
         lines[2:2] = [
             f"Note: {rep.model} is not in the model table, so budgets assume a "
             f"{rep.window:,}-token window; check the model name (JUPYTER_MEMORY_MODEL).",
+            "",
+        ]
+    if rep.model_window:
+        lines[2:2] = [
+            f"Window: {rep.window:,} tokens, set by Agent.context_window ({rep.model}'s "
+            f"own is {rep.model_window:,}).",
             "",
         ]
     for cat in data["categories"]:
