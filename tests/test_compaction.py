@@ -270,6 +270,23 @@ def test_three_failures_open_the_breaker(fake_api, project):
     assert not state.breaker_open and state.consecutive_failures == 0
 
 
+def test_a_breaker_opened_during_a_turn_is_announced_once(fake_api, project):
+    session = make_session(project)
+    fake_api.script([Turn(text="turn 1", usage=usage(168_000))])
+    run_turn(session, "turn 1")
+    scratchpad = Turn(text="<analysis>no summary follows</analysis>", expect=is_summary_request)
+    for _ in range(3):  # each model call of the turn is preceded by a failed attempt
+        fake_api.push(scratchpad)
+        fake_api.push(Turn(tool_calls=[ToolCall("Glob", {"pattern": "*.txt"})],
+                           usage=usage(168_000), expect=not_summary))
+    fake_api.push(Turn(text="done", usage=usage(168_000), expect=not_summary))
+    result = run_turn(session, "turn 2")
+    assert result.ok and state_of(session).breaker_open
+    texts = [e["text"] for e in result.record["events"]]
+    assert sum("Automatic compaction failed:" in t for t in texts) == 3
+    assert sum("off for the rest" in t for t in texts) == 1
+
+
 # ------------------------------------------------------------------------- microcompact
 
 

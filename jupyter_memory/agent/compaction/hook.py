@@ -138,6 +138,7 @@ class CompactionHook:
                 opened = state.failed(str(exc))
                 turn.note("warning", f"Automatic compaction failed: {exc}")
                 if opened:
+                    turn.extra["breaker_noted"] = True  # said once per turn
                     turn.note("warning", _BREAKER_TEXT)
             else:
                 turn.extra.setdefault("compactions", []).append(result)
