@@ -245,6 +245,22 @@ def test_blocking_level_refuses_with_a_clear_error(fake_api, project):
     assert len(fake_api.requests) == 1
 
 
+def test_context_report_counts_what_a_refused_call_left_like_the_levels_do(fake_api, project):
+    from jupyter_memory.context.assemble import render_text
+
+    session = make_session(project, auto=False)
+    path = big_file(project, "big.txt")
+    fake_api.script([Turn(tool_calls=[ToolCall("Read", {"file_path": str(path)})],
+                          usage=usage(170_000))])
+    result = run_turn(session, "read it")
+    assert result.status == "error" and "blocking level" in result.error
+    assert session.messages[-1]["content"][0]["type"] == "tool_result"  # kept, not sent
+    report = session.context_report()
+    assert report.used == estimate_next_request(session) > 177_000
+    assert report.since_usage == report.used - 170_010 and report.level == "blocking"
+    assert f"an estimate of the {report.since_usage:,} tokens added since" in render_text(report)
+
+
 def test_three_failures_open_the_breaker(fake_api, project):
     session = make_session(project)
     fake_api.script([Turn(text="turn 1", usage=usage(168_000))])

@@ -516,7 +516,18 @@ class Session:
             counted_tokens=counted_tokens,
             notices=self.trust_notices(),
             context_window=self.config.context_window,
+            since_usage=self._since_last_response(),
         )
+
+    def _since_last_response(self) -> int:
+        """Estimated tokens of the messages after the last assistant message: the part of
+        the next request that the last response's usage does not cover."""
+        from jupyter_memory.context.tokens import estimate_messages
+
+        for i in range(len(self.messages) - 1, -1, -1):
+            if self.messages[i].get("role") == "assistant":
+                return estimate_messages(self.messages[i + 1 :])
+        return 0
 
 
 @functools.lru_cache(maxsize=1)

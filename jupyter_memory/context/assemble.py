@@ -368,6 +368,9 @@ class ContextReport:
     model_known: bool = True
     #: The model's own window when ``Agent.context_window`` set a smaller one, else 0.
     model_window: int = 0
+    #: Estimated tokens of the messages added after the response whose usage ``used``
+    #: counts (tool results of a call that was refused, for example), else 0.
+    since_usage: int = 0
     #: What was left out because its folder is not trusted, one line each.
     notices: tuple[str, ...] = ()
 
@@ -404,6 +407,7 @@ class ContextReport:
             "last_usage": self.last_usage.to_json() if self.last_usage else None,
             "notices": list(self.notices),
             **({"model_window": self.model_window} if self.model_window else {}),
+            **({"since_usage": self.since_usage} if self.since_usage else {}),
         }
 
 
@@ -440,6 +444,7 @@ def report(
     max_output_tokens: int | None = None,
     notices: Sequence[str] = (),
     context_window: int = 0,
+    since_usage: int = 0,
 ) -> ContextReport:
     """Budget of ``assembled``: estimates per part, corrected by real numbers when known.
 
@@ -448,6 +453,8 @@ def report(
     count), then the offline estimate. With a real total,
     the difference from the estimates is attributed to the conversation.
     ``context_window`` is the ``Agent.context_window`` setting (0: the model's window).
+    ``since_usage`` estimates the messages added after the last response, which its usage
+    does not cover; it is added to that usage, as the compaction levels count it.
     """
     model = assembled.body["model"]
     info = model_info(model, context_window)
@@ -464,7 +471,7 @@ def report(
         # wins over the last response's usage, which describes the request before.
         real, source = counted_tokens, "count_tokens"
     elif last_usage is not None and last_usage.total_input > 0:
-        real, source = last_usage.context_tokens, "usage"
+        real, source = last_usage.context_tokens + max(0, since_usage), "usage"
     if real is not None:
         fixed = estimate - totals["messages"]
         if real >= fixed:
@@ -489,6 +496,7 @@ def report(
         last_usage=last_usage,
         model_known=info.known,
         model_window=info.model_window,
+        since_usage=max(0, since_usage) if source == "usage" else 0,
         notices=tuple(notices),
     )
 
@@ -500,7 +508,9 @@ def render_text(rep: ContextReport, *, detail: bool = True) -> str:
     lines = [
         f"Context for the next request: {rep.model}",
         f"{rep.used:,} / {rep.window:,} tokens ({data['percent_used']}%) — "
-        f"counted by {_SOURCE_WORDS[rep.source]}",
+        f"counted by {_SOURCE_WORDS[rep.source]}"
+        + (f" and an estimate of the {rep.since_usage:,} tokens added since"
+           if rep.since_usage else ""),
         "",
     ]
     if not rep.model_known:
