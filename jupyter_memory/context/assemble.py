@@ -520,11 +520,8 @@ def render_text(rep: ContextReport, *, detail: bool = True) -> str:
             "",
         ]
     if rep.model_window:
-        lines[2:2] = [
-            f"Window: {rep.window:,} tokens, set by Agent.context_window ({rep.model}'s "
-            f"own is {rep.model_window:,}).",
-            "",
-        ]
+        lines.insert(2, f"Window: {rep.window:,} tokens, set by Agent.context_window "
+                        f"({rep.model}'s own is {rep.model_window:,}).")
     for cat in data["categories"]:
         bar = "#" * max(0, round(cat["percent"] / 100 * width))
         lines.append(f"  {cat['name']:<20} {cat['tokens']:>9,}  {cat['percent']:>5}%  {bar}")
