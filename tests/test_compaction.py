@@ -233,6 +233,16 @@ def test_warning_is_noted_between_warning_and_autocompact(fake_api, project):
     assert len(fake_api.requests) == 2  # no summary call
 
 
+def test_warning_says_when_automatic_compaction_is_off(fake_api, project):
+    session = make_session(project, auto=False)
+    fake_api.script([Turn(text="one", usage=usage(170_000)), Turn(text="two")])
+    run_turn(session, "first")
+    result = run_turn(session, "second")
+    warnings = [e["text"] for e in result.record["events"] if e["kind"] == "warning"]
+    assert warnings == [warnings[0]] and warnings[0].endswith(
+        "automatic compaction is off, and requests are refused from 177,000.")
+
+
 def test_blocking_level_refuses_with_a_clear_error(fake_api, project):
     session = make_session(project, auto=False)
     fake_api.script([Turn(text="one", usage=usage(178_000))])
