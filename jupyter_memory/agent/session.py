@@ -28,7 +28,11 @@ from jupyter_memory.context.assemble import (
     assemble,
     report,
 )
-from jupyter_memory.context.models import default_model, default_small_model
+from jupyter_memory.context.models import (
+    MIN_CONTEXT_WINDOW,
+    default_model,
+    default_small_model,
+)
 from jupyter_memory.context.pricing import CostLedger
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import ConfigError
@@ -105,6 +109,10 @@ class AgentConfig:
     session_memory: bool = setting(
         True, "Keep rolling session notes in the background; compaction uses them first, "
         "with no model call.")
+    context_window: int = setting(
+        0, "Compute the compaction levels for a window of this many tokens instead of the "
+        "model's own (0). Only a smaller window counts; at least 60,000. For learning how "
+        "compaction behaves, or an endpoint that holds less than the model table says.")
     cjk_trigger: bool = setting(
         False, "Let unspaced Chinese/Japanese questions trigger prefetch (the reference "
         "skips them as single words).")
@@ -137,6 +145,12 @@ class AgentConfig:
             )
         if self.max_turns < 1 or self.max_tokens < 1:
             raise ConfigError("max_turns and max_tokens must be positive whole numbers.")
+        if self.context_window and self.context_window < MIN_CONTEXT_WINDOW:
+            raise ConfigError(
+                f"context_window {self.context_window:,} is too small: use 0 (the model's own "
+                f"window) or at least {MIN_CONTEXT_WINDOW:,}, so that the compaction levels "
+                "(docs/compaction.md) stay above what every request carries."
+            )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> AgentConfig:
@@ -501,7 +515,19 @@ class Session:
             last_usage=self.last_usage,
             counted_tokens=counted_tokens,
             notices=self.trust_notices(),
+            context_window=self.config.context_window,
+            since_usage=self._since_last_response(),
         )
+
+    def _since_last_response(self) -> int:
+        """Estimated tokens of the messages after the last assistant message: the part of
+        the next request that the last response's usage does not cover."""
+        from jupyter_memory.context.tokens import estimate_messages
+
+        for i in range(len(self.messages) - 1, -1, -1):
+            if self.messages[i].get("role") == "assistant":
+                return estimate_messages(self.messages[i + 1 :])
+        return 0
 
 
 @functools.lru_cache(maxsize=1)

@@ -21,14 +21,19 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Bool, Enum, Float, Int, TraitType, Unicode, default
+from traitlets import Bool, Enum, Float, Int, TraitError, TraitType, Unicode, default, validate
 from traitlets.config import Configurable
 
 from jupyter_memory.agent.client import NoModelConfigured
 from jupyter_memory.agent.loop import TURN_MIME, TurnEvents, run_turn
 from jupyter_memory.agent.session import AgentConfig, user_settings
 from jupyter_memory.agent.tools import console_prompt
-from jupyter_memory.context.models import default_model, default_small_model, unknown_model_note
+from jupyter_memory.context.models import (
+    MIN_CONTEXT_WINDOW,
+    default_model,
+    default_small_model,
+    unknown_model_note,
+)
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.magics.cells import cell_log_for, is_agent_cell
 from jupyter_memory.magics.cells import quiet as quiet_cells
@@ -135,6 +140,17 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
     @default("small_model")
     def _default_small_model(self) -> str:
         return default_small_model()
+
+    @validate("context_window")
+    def _check_context_window(self, proposal: Any) -> int:
+        value = int(proposal["value"])
+        if value and value < MIN_CONTEXT_WINDOW:
+            raise TraitError(
+                f"Agent.context_window {value:,} is too small: use 0 (the model's own window) "
+                f"or at least {MIN_CONTEXT_WINDOW:,}, so that the compaction levels stay above "
+                "what every request carries."
+            )
+        return value
 
     def agent_config(self) -> AgentConfig:
         return AgentConfig(**{s.name: getattr(self, s.name) for s in user_settings()})
