@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from shell_helpers import run
+from shell_helpers import fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
@@ -99,8 +99,17 @@ def test_sandbox_magic_switches_in_one_line(ip):
     records = [o.data[TURN_MIME] for o in cap.outputs if TURN_MIME in o.data]
     assert records[-1]["answer"] == "(sandbox echo) Plot revenue by region"
     assert "echo:" in run(ip, "%sandbox").stdout
-    assert "unknown sandbox mode" in run(ip, "%sandbox loud").stdout
-    assert "Too many arguments" in run(ip, "%sandbox echo now").stdout
+    assert fails(ip, "%sandbox loud").startswith("%sandbox: unknown sandbox mode")
+    assert fails(ip, "%sandbox echo now").startswith("%sandbox: too many arguments")
+
+
+def test_a_new_agent_session_keeps_the_sandbox(ip):
+    run(ip, "%sandbox echo")
+    out = run(ip, "%agent new").stdout
+    assert "the echo sandbox carries over" in out
+    cap = run(ip, "%%agent\nStill answered locally?")
+    records = [o.data[TURN_MIME] for o in cap.outputs if TURN_MIME in o.data]
+    assert records[-1]["answer"] == "(sandbox echo) Still answered locally?"
 
 
 def test_switching_a_replayed_session_stops_the_replay(session, tmp_path):

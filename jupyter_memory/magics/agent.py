@@ -45,6 +45,7 @@ from jupyter_memory.sessions.resume import (
     notebook_for,
     resume_session,
 )
+from jupyter_memory.sessions.sandbox import hand_over
 from jupyter_memory.widgets.render import tool_line, turn_bundle
 
 #: How often the streaming view is redrawn, in seconds.
@@ -339,7 +340,10 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             log.take(0)  # the new conversation starts with the next cells
         fresh = session_for(self.shell, self.agent_config())
         self._resume_checked = fresh  # fresh means fresh: no auto-resume from the notebook
+        box = hand_over(session, fresh)
         note = f", and its {stopped.kind} stopped" if stopped is not None else ""
+        if box is not None:
+            note += f"; the {box.mode} sandbox carries over"
         # The new id is random: it stays out of the output, so a replayed notebook shows
         # the same text every run (%agent status shows it).
         print(f"Started a new agent session; the previous one ({old_id}) ended{note}. The "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from jupyter_memory.sessions.sandbox import SandboxError, sandbox_of, use_sandbox
@@ -36,8 +37,7 @@ class SandboxMagics(Magics):
         try:
             words = shlex.split(line)
         except ValueError as exc:
-            print(f"{exc}. {USAGE}")
-            return None
+            raise UsageError(f"%sandbox: {exc}. {USAGE}") from None
         session = self.agent.session()
         if not words:
             box = sandbox_of(session)
@@ -46,12 +46,10 @@ class SandboxMagics(Magics):
             return None
         mode, rest = words[0], words[1:]
         if len(rest) > (1 if mode == "script" else 0):
-            print(f"Too many arguments: {line.strip()!r}. {USAGE}")
-            return None
+            raise UsageError(f"%sandbox: too many arguments: {line.strip()!r}. {USAGE}")
         try:
             box = use_sandbox(session, mode, rest[0] if rest else None)
         except SandboxError as exc:
-            print(f"{exc}\n{USAGE}")
-            return None
+            raise UsageError(f"%sandbox: {exc}\n{USAGE}") from None
         print(box.describe())
         return None

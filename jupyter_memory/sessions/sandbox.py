@@ -96,6 +96,18 @@ def stop_sandbox(session: Any) -> None:
         old.server.stop()
 
 
+def hand_over(old: Any, new: Any) -> Sandbox | None:
+    """Move ``old``'s sandbox, with the client that reaches it, to ``new`` (``%agent new``):
+    the one cell that switched a notebook to its sandbox stays in force, and the old
+    session keeps no server of its own."""
+    box = sandbox_of(old)
+    if box is None:
+        return None
+    new.sandbox, old.sandbox = box, None
+    new.client_factory = old.client_factory if box.mode != "live" else None
+    return box
+
+
 def _stop_recording(session: Any) -> str | None:
     """Stop a replay (it would refuse the learner's changes) or a recording (it captures
     the calls through a client the sandbox replaces); which one, or None."""
