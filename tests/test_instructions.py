@@ -338,6 +338,25 @@ def test_warning_past_forty_thousand_characters(tmp_path: Path, env: dict[str, s
     assert over.files[0].text.endswith("\U0001f600")  # warned, not truncated
 
 
+def test_context_report_shows_the_size_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warning reaches the person: a ``Warning:`` line in ``%context`` and the CLI's
+    ``context``, and ``"warnings"`` in their JSON; a small set gives none."""
+    from jupyter_memory.agent.session import AgentConfig, Session
+    from jupyter_memory.context.assemble import render_text
+
+    proj = tmp_path.resolve() / "p"
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
+    write(proj / "CLAUDE.md", "Revenue is in cents.\n")
+    small = Session(proj, config=AgentConfig.from_env(log_transcript=False)).context_report()
+    assert small.warnings == () and "Warning:" not in render_text(small)
+    write(proj / "CLAUDE.md", "x" * (WARN_CHARS + 1))
+    rep = Session(proj, config=AgentConfig.from_env(log_transcript=False)).context_report()
+    [warning] = rep.warnings
+    assert "40,000" in warning and str(proj / "CLAUDE.md") in warning
+    assert f"Warning: {warning}" in render_text(rep, detail=False).splitlines()
+    assert rep.to_json()["warnings"] == [warning]
+
+
 # --------------------------------------------------------------------------- activation
 
 

@@ -517,6 +517,7 @@ class Session:
             notices=self.trust_notices(),
             context_window=self.config.context_window,
             since_usage=self._since_last_response(),
+            warnings=tuple(self._instructions.warnings),
         )
 
     def _since_last_response(self) -> int:

@@ -378,6 +378,8 @@ class ContextReport:
     since_usage: int = 0
     #: What was left out because its folder is not trusted, one line each.
     notices: tuple[str, ...] = ()
+    #: Warnings about the request itself, such as instruction files past 40,000 characters.
+    warnings: tuple[str, ...] = ()
 
     @property
     def free(self) -> int:
@@ -413,6 +415,7 @@ class ContextReport:
             "notices": list(self.notices),
             **({"model_window": self.model_window} if self.model_window else {}),
             **({"since_usage": self.since_usage} if self.since_usage else {}),
+            "warnings": list(self.warnings),
         }
 
 
@@ -450,6 +453,7 @@ def report(
     notices: Sequence[str] = (),
     context_window: int = 0,
     since_usage: int = 0,
+    warnings: Sequence[str] = (),
 ) -> ContextReport:
     """Budget of ``assembled``: estimates per part, corrected by real numbers when known.
 
@@ -503,6 +507,7 @@ def report(
         model_window=info.model_window,
         since_usage=max(0, since_usage) if source == "usage" else 0,
         notices=tuple(notices),
+        warnings=tuple(warnings),
     )
 
 
@@ -555,6 +560,8 @@ def render_text(rep: ContextReport, *, detail: bool = True) -> str:
             f"Last response: {u.input_tokens:,} input, {u.cache_read_input_tokens:,} cache read, "
             f"{u.cache_creation_input_tokens:,} cache write, {u.output_tokens:,} output"
         )
+    for warning in rep.warnings:
+        lines.append(f"Warning: {warning}")
     for notice in rep.notices:
         lines.append(f"Not trusted: {notice}")
     return "\n".join(lines)
