@@ -16,6 +16,7 @@ from jupyter_memory.agent.lifecycle import HookResult, LifecycleHook
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.memdir.trust import trust_folder
+from jupyter_memory.sessions.resume import Resumed, apply_resume
 from jupyter_memory.testing.fake_api import Turn
 
 MODEL = "claude-haiku-4-5"
@@ -212,6 +213,25 @@ def test_lifecycle_hook_runs_sessionstart_once_and_stop_after_each_turn(fake_api
     assert "The dataset is sales.parquet." in texts[1] and texts[2] == "first"
     assert {"kind": "hook", "text": "stopped after: first answer"} in first.record["events"]
     assert {"kind": "hook", "text": "stopped after: second answer"} in second.record["events"]
+
+
+def test_a_resumed_session_starts_with_source_resume(fake_api, project):
+    """Like the reference after --resume: SessionStart says the conversation continues."""
+    session = make_session(project)
+    starts: list[str] = []
+    lifecycle.register(session, "SessionStart", lambda p: starts.append(p["source"]))
+    earlier = [{"role": "user", "content": [{"type": "text", "text": "before"}]},
+               {"role": "assistant", "content": [{"type": "text", "text": "noted"}]}]
+    apply_resume(session, Resumed(source="notebook", path=project / "a.ipynb",
+                                  messages=earlier, turns=1), seed_log=False)
+    fake_api.script([Turn(text="one"), Turn(text="two")])
+    run_turn(session, "after")
+    run_turn(session, "again")
+    assert starts == ["resume"]
+    fresh = make_session(project)
+    lifecycle.register(fresh, "SessionStart", lambda p: starts.append(p["source"]))
+    one_turn(fake_api, fresh)
+    assert starts == ["resume", "startup"]
 
 
 def test_a_second_lifecycle_hook_changes_nothing(fake_api, project):

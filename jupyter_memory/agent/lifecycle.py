@@ -17,8 +17,8 @@ only in a folder the person trusted (``trust.py``); elsewhere they are skipped a
 first event of the session reports that once, saying how to trust. The user's own
 ``settings.json`` is always trusted.
 
-Events: ``SessionStart`` (source ``startup`` or ``compact``; text becomes context for the
-model), ``PreCompact`` (trigger ``manual`` or ``auto``; text is added to the summary
+Events: ``SessionStart`` (source ``startup``, ``resume`` when the session continues a
+saved conversation, or ``compact``; text becomes context for the model), ``PreCompact`` (trigger ``manual`` or ``auto``; text is added to the summary
 instructions; may block the compaction), ``PostCompact`` (sees the summary; text is shown
 to the person) and ``Stop`` (after each turn; text is shown to the person). Commands
 are read from the settings once per session, like the reference's snapshot at startup,
@@ -53,6 +53,7 @@ MAX_OUTPUT_CHARS = 10_000
 _REGISTRY = "_jupyter_memory_lifecycle"
 _COMMANDS = "_jupyter_memory_hook_commands"
 _STARTED = "_jupyter_memory_session_started"
+_SOURCE = "_jupyter_memory_session_source"  # "resume" once a saved conversation was resumed
 _SKIPPED = "_jupyter_memory_hooks_skipped"  # the notice about untrusted project hooks
 _SKIP_SHOWN = "_jupyter_memory_hooks_skip_shown"
 
@@ -116,6 +117,12 @@ def unregister(session: Any, event: str, fn: HookFunction) -> bool:
         hooks.remove(fn)
         return True
     return False
+
+
+def mark_resumed(session: Any) -> None:
+    """Note that ``session`` continues a saved conversation: its first SessionStart gets
+    source ``resume`` instead of ``startup``, as the reference's does after ``--resume``."""
+    setattr(session, _SOURCE, "resume")
 
 
 def registered(session: Any, event: str) -> list[HookFunction]:
@@ -339,7 +346,8 @@ def context_message(outcome: HookOutcome) -> dict[str, Any] | None:
 class LifecycleHook:
     """A turn hook that runs SessionStart before the first turn and Stop after each turn.
 
-    SessionStart output becomes a context message just before the first prompt; Stop
+    SessionStart's source is ``startup``, or ``resume`` for a session that continues a
+    saved conversation (:func:`mark_resumed`). SessionStart output becomes a context message just before the first prompt; Stop
     output and any hook errors are shown in the turn's events.
     """
 
@@ -356,7 +364,8 @@ class LifecycleHook:
         if self.started:
             return
         setattr(self.session, _STARTED, True)
-        outcome = run(self.session, "SessionStart", {"source": "startup"}, match="startup")
+        source = str(getattr(self.session, _SOURCE, None) or "startup")
+        outcome = run(self.session, "SessionStart", {"source": source}, match=source)
         for error in outcome.errors:
             turn.note("warning", error)
         message = context_message(outcome)

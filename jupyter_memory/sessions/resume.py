@@ -377,7 +377,7 @@ def notebook_for(session: Any, user_ns: Mapping[str, Any] | None = None) -> Path
 def apply_resume(session: Any, resumed: Resumed, *, seed_log: bool = True) -> None:
     """Make ``resumed`` the session's conversation.
 
-    Stored usage is not carried over (it describes the old context; trusting it would
+    The session's first SessionStart hooks then get source ``resume``. Stored usage is not carried over (it describes the old context; trusting it would
     trigger an immediate compaction). With ``seed_log``, the session's own JSONL log
     starts with the resumed conversation, as a new root, so a later resume from the log
     finds the whole conversation.
@@ -385,6 +385,9 @@ def apply_resume(session: Any, resumed: Resumed, *, seed_log: bool = True) -> No
     session.messages[:] = copy.deepcopy(resumed.messages)
     session.turn_count = resumed.turns
     session.last_usage = None
+    from jupyter_memory.agent import lifecycle
+
+    lifecycle.mark_resumed(session)  # its SessionStart hooks get source "resume"
     log = getattr(session, "log", None)
     if seed_log and log is not None and log in session.hooks and resumed.messages:
         _seed(log.writer(), resumed)
