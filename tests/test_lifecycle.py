@@ -215,6 +215,27 @@ def test_lifecycle_hook_runs_sessionstart_once_and_stop_after_each_turn(fake_api
     assert {"kind": "hook", "text": "stopped after: second answer"} in second.record["events"]
 
 
+def test_sessionstart_context_belongs_to_the_first_turn(fake_api, project):
+    """The model saw the SessionStart text, so the turn record and the log carry it (and a
+    resume finds it); a first turn rolled back takes it along and SessionStart runs again."""
+    session = make_session(project)
+    starts: list[str] = []
+    lifecycle.register(session, "SessionStart",
+                       lambda p: starts.append(p["source"]) or "The dataset is sales.parquet.")
+    fake_api.script([Turn(text="", fault="authentication"), Turn(text="answered")])
+    failed = run_turn(session, "first")
+    assert failed.status == "error" and session.messages == []
+    done = run_turn(session, "second")
+    assert starts == ["startup", "startup"]
+    hook_messages = [m for m in session.messages if (m.get("_meta") or {}).get("kind") == "hook_context"]
+    assert len(hook_messages) == 1
+    assert done.record["messages"][0] is hook_messages[0]
+    logged = [json.loads(line) for line in session.log.path.read_text().splitlines()]
+    assert logged[0]["isMeta"] is True
+    assert "sales.parquet" in json.dumps(logged[0]["message"]["content"])
+    assert logged[1]["message"]["content"][-1]["text"] == "second"
+
+
 def test_a_resumed_session_starts_with_source_resume(fake_api, project):
     """Like the reference after --resume: SessionStart says the conversation continues."""
     session = make_session(project)

@@ -347,8 +347,11 @@ class LifecycleHook:
     """A turn hook that runs SessionStart before the first turn and Stop after each turn.
 
     SessionStart's source is ``startup``, or ``resume`` for a session that continues a
-    saved conversation (:func:`mark_resumed`). SessionStart output becomes a context message just before the first prompt; Stop
-    output and any hook errors are shown in the turn's events.
+    saved conversation (:func:`mark_resumed`). Its output becomes a context message just
+    before the first prompt, and belongs to that turn: the turn record and the session log
+    carry it (the model saw it, so a resume must find it), and a turn that is rolled back
+    takes it along, so SessionStart runs again before the next turn. Stop output and any
+    hook errors are shown in the turn's events.
     """
 
     def __init__(self, session: Any) -> None:
@@ -375,11 +378,16 @@ class LifecycleHook:
         first = turn.added[0] if turn.added else None
         at = next((i for i, m in enumerate(messages) if m is first), len(messages))
         messages.insert(at, message)
+        turn.added.insert(0, message)  # part of this turn: recorded, logged, rolled back
+        turn.extra["session_start_message"] = message
 
     def after_turn(self, turn: Any, result: Any) -> None:
         if turn.extra.get("stop_hooks_ran"):
             return
         turn.extra["stop_hooks_ran"] = True
+        started = turn.extra.get("session_start_message")
+        if started is not None and not any(m is started for m in self.session.messages):
+            setattr(self.session, _STARTED, False)  # rolled back: start again next turn
         outcome = run(
             self.session, "Stop",
             {"last_assistant_message": result.answer, "status": result.status},
