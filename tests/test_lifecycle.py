@@ -122,6 +122,9 @@ def test_sessionstart_after_compaction_adds_context(fake_api, project):
     last = session.messages[-1]
     assert last["_meta"]["kind"] == lifecycle.HOOK_CONTEXT_KIND
     assert "Branch: main" in last["content"][0]["text"]
+    logged = [json.loads(line) for line in session.log.path.read_text().splitlines()]
+    assert logged[-1]["isMeta"] and "Branch: main" in json.dumps(logged[-1]["message"])
+    assert logged[-2].get("isCompactSummary")  # after the boundary, as the model sees it
 
 
 # ------------------------------------------------------------------------- settings commands
