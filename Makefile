@@ -79,7 +79,7 @@ test: lint docs
 	cd $(LABEXT) && $(NPM) test
 	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
-# Runs examples/01-tour.ipynb headless and offline (it replays its recording) in a temp
+# Runs examples/02-tour.ipynb headless and offline (it replays its recording) in a temp
 # folder, and writes the executed notebook and an HTML copy to build/demo/.
 demo: setup
 	$(BIN)/python -m jupyter_memory.demo

@@ -21,7 +21,7 @@ No key and no network are used: the model is the script. A script module defines
 the person's last prompt, the tool results it answers), and may define ``seed(folder)``
 (files to lay out in the work folder before recording) and ``RECORD_FIRST``: notebooks in
 the example's companion folder (``NN-name/``) that are recorded instead of the example
-itself, which then only replays — ``06-sharing`` packs such a recorded project.
+itself, which then only replays — ``13-sharing`` packs such a recorded project.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reproducible demo: run ``examples/01-tour.ipynb`` headless, offline, in a temp folder.
+"""The reproducible demo: run ``examples/02-tour.ipynb`` headless, offline, in a temp folder.
 
 ``python -m jupyter_memory.demo`` copies the tour notebook and its recording into a fresh
 work folder, executes it with nbclient in the venv's ``python3`` kernel with no model
@@ -82,7 +82,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: The marker that lets the lab extension pick between a widget and its static copy
 #: (``jupyter_memory.widgets._base.VIEW_MIME``); without the widget it means nothing.
 VIEW_MARKER = "application/vnd.jupyter-memory.view+json"
-TOUR = "01-tour.ipynb"
+TOUR = "02-tour.ipynb"
 
 
 class DemoError(JupyterMemoryError):
@@ -324,7 +324,7 @@ def run_demo(
 
     notebook = out / TOUR
     atomic_write(notebook, nbformat.writes(static_outputs(nb)))
-    html = write_html(nb, out / "01-tour.html", links_from=examples)
+    html = write_html(nb, out / "02-tour.html", links_from=examples)
     turns = sum(1 for c in nb.cells for o in c.get("outputs", [])
                 if TURN_MIME in (o.get("data") or {}))
     cells = sum(1 for c in nb.cells if c.cell_type == "code")
@@ -334,7 +334,7 @@ def run_demo(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m jupyter_memory.demo",
-        description="Run examples/01-tour.ipynb headless in a temp folder (offline, replaying "
+        description="Run examples/02-tour.ipynb headless in a temp folder (offline, replaying "
         "its recording) and write the executed notebook and an HTML copy to build/demo/.",
     )
     parser.add_argument("--live", action="store_true",

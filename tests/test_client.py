@@ -68,7 +68,7 @@ def test_prefetch_and_turn_share_the_client(fake_api, project, constructed):
         prefetch = result.record["recall"]["selector"]
         assert prefetch is not None and prefetch["selector"] == "model"
         # The prefetch never holds the turn up: wait for its selector call to finish.
-        assert last_prefetch(session).wait(timeout=30)
+        assert last_prefetch(session).wait(timeout=120)
     assert len(fake_api.requests) == 4  # two selector calls and two turns
     assert len(constructed) == 1
     assert fake_api.connections_opened <= 2  # the selector may overlap the main call

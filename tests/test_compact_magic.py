@@ -151,3 +151,17 @@ def test_status_lists_levels(ip):
     assert "autocompact 167,000" in out and "blocking 177,000" in out
     data = json.loads(run(ip, "%compact --status --json").stdout)
     assert data["thresholds"]["effective"] == 180_000 and data["breaker_open"] is False
+    assert data["model_window"] == 0 and "Agent.context_window" not in out
+
+
+def test_context_window_setting_shows_in_status_and_refuses_a_tiny_window(ip, caplog):
+    try:
+        run(ip, "%config Agent.context_window = 60000")
+        out = run(ip, "%compact --status").stdout
+        assert "warning 7,000 · autocompact 27,000 · blocking 37,000" in out
+        assert "set by Agent.context_window (claude-haiku-4-5's own is 200,000)" in out
+        ip.run_line_magic("config", "Agent.context_window = 1000")  # %config logs the refusal
+        assert "at least 60,000" in caplog.text
+        assert ip.magics_manager.registry["Agent"].context_window == 60_000
+    finally:  # the shell's config outlives the test
+        ip.run_line_magic("config", "Agent.context_window = 0")

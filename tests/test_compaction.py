@@ -114,6 +114,28 @@ def test_thresholds_of_a_200k_model(project):
     assert th.level(150_000) == "warning" and th.level(170_000) == "autocompact"
 
 
+def test_context_window_setting_gives_a_small_window_its_levels(project):
+    from jupyter_memory.context.assemble import render_text
+    from jupyter_memory.errors import ConfigError
+
+    config = AgentConfig.from_env(model=MODEL, context_window=60_000)
+    session = Session(project, config=config)
+    th = session_thresholds(session)
+    # The same formula as for 200K: E = 60,000 - min(64,000, 20,000).
+    assert (th.window, th.effective, th.warning, th.autocompact, th.blocking) == (
+        60_000, 40_000, 7_000, 27_000, 37_000)
+    report = session.context_report()
+    assert report.window == 60_000 and report.thresholds == th
+    assert report.to_json()["model_window"] == 200_000
+    assert "set by Agent.context_window (claude-haiku-4-5's own is 200,000)" in render_text(report)
+    # Only a smaller window counts: the endpoint refuses what the model cannot hold.
+    bigger = Session(project, config=AgentConfig.from_env(model=MODEL, context_window=500_000))
+    assert session_thresholds(bigger).window == 200_000
+    assert "model_window" not in bigger.context_report().to_json()
+    with pytest.raises(ConfigError, match="at least 60,000"):
+        AgentConfig.from_env(model=MODEL, context_window=20_000)
+
+
 def test_estimate_uses_last_usage_plus_new_messages(fake_api, project):
     session = make_session(project, hook=False)
     fake_api.script([Turn(text="hi", usage=usage(50_000))])
@@ -214,6 +236,16 @@ def test_warning_is_noted_between_warning_and_autocompact(fake_api, project):
     assert len(fake_api.requests) == 2  # no summary call
 
 
+def test_warning_says_when_automatic_compaction_is_off(fake_api, project):
+    session = make_session(project, auto=False)
+    fake_api.script([Turn(text="one", usage=usage(170_000)), Turn(text="two")])
+    run_turn(session, "first")
+    result = run_turn(session, "second")
+    warnings = [e["text"] for e in result.record["events"] if e["kind"] == "warning"]
+    assert warnings == [warnings[0]] and warnings[0].endswith(
+        "automatic compaction is off, and requests are refused from 177,000.")
+
+
 def test_blocking_level_refuses_with_a_clear_error(fake_api, project):
     session = make_session(project, auto=False)
     fake_api.script([Turn(text="one", usage=usage(178_000))])
@@ -224,6 +256,22 @@ def test_blocking_level_refuses_with_a_clear_error(fake_api, project):
     assert "blocking level of 177,000" in result.error and "%compact" in result.error
     assert session.messages == before  # the refused prompt was rolled back
     assert len(fake_api.requests) == 1
+
+
+def test_context_report_counts_what_a_refused_call_left_like_the_levels_do(fake_api, project):
+    from jupyter_memory.context.assemble import render_text
+
+    session = make_session(project, auto=False)
+    path = big_file(project, "big.txt")
+    fake_api.script([Turn(tool_calls=[ToolCall("Read", {"file_path": str(path)})],
+                          usage=usage(170_000))])
+    result = run_turn(session, "read it")
+    assert result.status == "error" and "blocking level" in result.error
+    assert session.messages[-1]["content"][0]["type"] == "tool_result"  # kept, not sent
+    report = session.context_report()
+    assert report.used == estimate_next_request(session) > 177_000
+    assert report.since_usage == report.used - 170_010 and report.level == "blocking"
+    assert f"an estimate of the {report.since_usage:,} tokens added since" in render_text(report)
 
 
 def test_three_failures_open_the_breaker(fake_api, project):
@@ -249,6 +297,23 @@ def test_three_failures_open_the_breaker(fake_api, project):
     fake_api.push(summary_turn())
     compact(session)  # a manual success closes the breaker again
     assert not state.breaker_open and state.consecutive_failures == 0
+
+
+def test_a_breaker_opened_during_a_turn_is_announced_once(fake_api, project):
+    session = make_session(project)
+    fake_api.script([Turn(text="turn 1", usage=usage(168_000))])
+    run_turn(session, "turn 1")
+    scratchpad = Turn(text="<analysis>no summary follows</analysis>", expect=is_summary_request)
+    for _ in range(3):  # each model call of the turn is preceded by a failed attempt
+        fake_api.push(scratchpad)
+        fake_api.push(Turn(tool_calls=[ToolCall("Glob", {"pattern": "*.txt"})],
+                           usage=usage(168_000), expect=not_summary))
+    fake_api.push(Turn(text="done", usage=usage(168_000), expect=not_summary))
+    result = run_turn(session, "turn 2")
+    assert result.ok and state_of(session).breaker_open
+    texts = [e["text"] for e in result.record["events"]]
+    assert sum("Automatic compaction failed:" in t for t in texts) == 3
+    assert sum("off for the rest" in t for t in texts) == 1
 
 
 # ------------------------------------------------------------------------- microcompact

@@ -149,7 +149,7 @@ def test_main_agent_wrote_memory_so_extraction_is_skipped(session, hook, router,
         Turn(text="Saved: I will not print whole frames."),
     ])
     result = turn(session, "Never print a whole data frame, remember that.")
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert router.extract_bodies == []
     assert hook.counts["skipped"] == 1 and hook.counts["runs"] == 0
     assert hook.cursor is session.messages[-1]
@@ -160,7 +160,7 @@ def test_main_agent_wrote_memory_so_extraction_is_skipped(session, hook, router,
 # ----------------------------------------------------------------------------- a run
 
 
-def test_extraction_runs_writes_and_saw_restricted_tools(session, hook, router, fake_api):
+def test_extraction_runs_writes_and_saw_the_main_tool_list(session, hook, router, fake_api):
     store = session.store
     store.create("analyst", "Senior analyst who prefers SQL", "user", "Senior analyst.")
     index_before = store.index_path.read_bytes()
@@ -180,14 +180,15 @@ def test_extraction_runs_writes_and_saw_restricted_tools(session, hook, router, 
     notices = Notices()
     result = turn(session, "Please never print a whole data frame for me.", notices)
     assert result.record["background"] == ["extraction"]
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert fake_api.failures == []
 
-    # The server saw the restricted tool list, the main system prompt and the whole
-    # conversation, then the instruction with the manifest of existing memories.
+    # The server saw the main agent's tool list (the default shares the cached prefix),
+    # the main system prompt and the whole conversation, then the instruction with the
+    # manifest of existing memories.
     first = router.extract_bodies[0]
-    assert [t["name"] for t in first["tools"]] == list(EXTRACTION_TOOLS)
     main = router.main_bodies[-1]
+    assert first["tools"] == main["tools"]
     assert first["system"] == main["system"]
     conversation = main["messages"]
     assert strip_cache(first["messages"][: len(conversation)]) == strip_cache(conversation)
@@ -233,7 +234,7 @@ def test_nothing_to_save_announces_nothing(session, hook, router, fake_api):
     router.extract.append(Turn(text="Nothing to save."))
     notices = Notices()
     turn(session, "What is 2 + 2?", notices)
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert notices.items == []
     assert hook.runs[-1].status == "nothing"
     assert hook.cursor is session.messages[-1]
@@ -264,7 +265,7 @@ def test_sandbox_refuses_writes_outside_the_memdir_and_deletion(
         Turn(text="Nothing to save."),
     ])
     turn(session, "hello")
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert fake_api.failures == []
     assert snapshot(project, session.memdir) == before
     assert not (session.memdir.parent / "escape.md").exists()
@@ -297,12 +298,47 @@ def test_extraction_cannot_save_a_service_account_key(session, hook, router, fak
         Turn(text="Could not save it."),
     ])
     turn(session, "here is the service account json")
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert fake_api.failures == []
     assert not Path(path).exists()
     results = router.extract_bodies[1]["messages"][-1]["content"]
     refusal = json.dumps([r for r in results if r.get("type") == "tool_result"])
     assert "PEM private key" in refusal and key_lines[0] not in refusal
+
+
+def test_refused_writes_to_an_existing_memory_are_not_announced_as_saved(
+        session, hook, router, fake_api):
+    """The guard refused every write: the run saved nothing, says nothing, undoes nothing."""
+    session.store.create("summary-key", "the summary job's key is in SUMMARY_KEY", "reference",
+                         "The key is in the SUMMARY_KEY variable.")
+    memory = session.memdir / "reference_summary_key.md"
+    index = session.memdir / "MEMORY.md"
+    before = snapshot(session.memdir)
+    key = "sk-ant-api03-" + "FAKE-refused-write-test-q7W2e9R4t6Y1"
+    router.main.append(Turn(text="ok"))
+    router.extract.extend([
+        Turn(tool_calls=[ToolCall("Read", {"file_path": str(memory)}),
+                         ToolCall("Read", {"file_path": str(index)})]),
+        Turn(tool_calls=[
+            ToolCall("Write", {"file_path": str(memory),
+                               "content": memory.read_text() + f"\nCurrent key: {key}\n"}),
+            ToolCall("Write", {"file_path": str(index),
+                               "content": index.read_text() + f"- key {key}\n"}),
+        ]),
+        Turn(text="Nothing saved."),
+    ])
+    notices = Notices()
+    turn(session, f"the new key is {key}", notices)
+    assert hook.wait(120)
+    assert fake_api.failures == []
+    assert snapshot(session.memdir) == before
+    results = router.extract_bodies[2]["messages"][-1]["content"]
+    assert all(r.get("is_error") for r in results if r.get("type") == "tool_result")
+    run = hook.runs[-1]
+    assert (run.status, run.files, run.created) == ("nothing", [], [])
+    assert notices.items == []
+    with pytest.raises(Exception, match="saved anything to undo"):
+        hook.undo()
 
 
 # ----------------------------------------------------------------------------- one at a time
@@ -313,20 +349,20 @@ def test_two_quick_turns_give_one_run_and_one_trailing_run(session, hook, router
 
     def blocked(body: dict) -> Turn:
         started.set()
-        assert release.wait(30), "the test never released the first extraction"
+        assert release.wait(120), "the test never released the first extraction"
         return Turn(text="Nothing to save.")
 
     router.main.extend([Turn(text="first"), Turn(text="second"), Turn(text="third")])
     router.extract.extend([blocked, Turn(text="Nothing to save.")])
     n1, n2, n3 = Notices(), Notices(), Notices()
     turn(session, "turn one", n1)
-    assert started.wait(30)
+    assert started.wait(120)
     r2 = turn(session, "turn two", n2)
     r3 = turn(session, "turn three", n3)
     assert r2.record["background"] == ["extraction"] and r3.record["background"] == ["extraction"]
     assert hook.running
     release.set()
-    assert hook.wait(30)
+    assert hook.wait(120)
     assert fake_api.failures == []
     assert len(router.extract_bodies) == 2  # one run, then one trailing run (not three)
     assert hook.counts == {**hook.counts, "runs": 2, "stashed": 2}
@@ -343,11 +379,11 @@ def test_throttle_runs_every_n_eligible_turns(session, hook, router, fake_api):
     router.main.extend([Turn(text="a"), Turn(text="b")])
     router.extract.append(Turn(text="Nothing to save."))
     first = turn(session, "one")
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert first.record["background"] == [] and router.extract_bodies == []
     assert hook.counts["throttled"] == 1
     turn(session, "two")
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert len(router.extract_bodies) == 1
     assert "last 4 messages" in router.extract_bodies[0]["messages"][-1]["content"][-1]["text"]
     assert fake_api.failures == []
@@ -357,7 +393,7 @@ def test_turn_ending_in_an_error_is_not_eligible(session, hook, router, fake_api
     router.main.append(Turn(fault="api_error"))
     result = run_turn(session, "hello")
     assert result.status == "error"
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert router.extract_bodies == [] and hook.counts["runs"] == 0
 
 
@@ -369,11 +405,11 @@ def test_cursor_stays_after_a_failure_and_success_resets_the_count(
     router.main.extend([Turn(text="a"), Turn(text="b")])
     router.extract.extend([Turn(fault="api_error"), Turn(text="Nothing to save.")])
     turn(session, "one")
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert hook.cursor is None and hook.failures == 1
     assert hook.runs[-1].status == "failed" and "500" in (hook.runs[-1].error or "")
     turn(session, "two")
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert hook.failures == 0 and hook.cursor is session.messages[-1]
     # The second run still covers the first turn's messages.
     assert "last 4 messages" in router.extract_bodies[-1]["messages"][-1]["content"][-1]["text"]
@@ -385,14 +421,14 @@ def test_three_failures_open_the_breaker(session, hook, router, fake_api):
     notices = [Notices() for _ in range(4)]
     for i in range(3):
         turn(session, f"turn {i}", notices[i])
-        assert hook.wait(10)
+        assert hook.wait(120)
     assert hook.broken and hook.failures == 3
     assert [len(n.items) for n in notices[:3]] == [0, 0, 1]
     text, payload = notices[2].items[0]
     assert "off for the rest of this session" in text and payload["breaker"] is True
     assert "\n" not in text
     result = turn(session, "turn 3", notices[3])
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert len(router.extract_bodies) == 3  # no fourth run
     assert result.record["background"] == [] and notices[3].items == []
     hook.reset()
@@ -406,7 +442,7 @@ def test_environment_switch_turns_extraction_off(session, hook, router, monkeypa
     monkeypatch.setenv("JUPYTER_MEMORY_EXTRACTION", "0")
     router.main.append(Turn(text="hi"))
     turn(session, "hello")
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert router.extract_bodies == []
     assert hook_for(session) is hook and install(session) is hook
 
@@ -414,12 +450,13 @@ def test_environment_switch_turns_extraction_off(session, hook, router, monkeypa
 def test_shared_tools_read_the_main_cache(session, hook, router, fake_api):
     router.main.extend([Turn(text="a"), Turn(text="b")])
     router.extract.extend([Turn(text="Nothing to save."), Turn(text="Nothing to save.")])
+    hook.share_tools_override = False
     turn(session, "first question")
-    assert hook.wait(10)
+    assert hook.wait(120)
     restricted = hook.runs[-1]
     hook.share_tools_override = True
     turn(session, "second question")
-    assert hook.wait(10)
+    assert hook.wait(120)
     shared = hook.runs[-1]
     assert restricted.tools_offered == list(EXTRACTION_TOOLS)
     assert shared.tools_offered == session.tools.names()
@@ -453,7 +490,7 @@ def test_approval_mode_stages_pending_items(session, hook, router, fake_api):
     ])
     notices = Notices()
     turn(session, "note the migration", notices)
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert fake_api.failures == []
     assert snapshot(memdir) == {**before, **{k: v for k, v in snapshot(memdir).items()
                                              if "/.pending/" in k}}
@@ -504,7 +541,7 @@ def test_undo_keeps_a_file_changed_after_the_run(session, hook, router, fake_api
         Turn(text="done"),
     ])
     turn(session, "no whole frames please")
-    assert hook.wait(10)
+    assert hook.wait(120)
     session.store.update("feedback_no_full_frames.md", body="Edited by the person.\n")
     report = hook.undo(1)
     assert report.kept == ["feedback_no_full_frames.md"] and not report.removed
@@ -517,7 +554,7 @@ def test_a_run_stops_after_five_model_calls(session, hook, router, fake_api):
     router.extract.extend(
         [Turn(tool_calls=[ToolCall("Glob", {"pattern": "*.md"})]) for _ in range(6)])
     turn(session, "hello")
-    assert hook.wait(10)
+    assert hook.wait(120)
     assert len(router.extract_bodies) == 5 and len(router.extract) == 1
     run = hook.runs[-1]
     assert run.calls == 5 and run.status == "nothing" and hook.failures == 0
@@ -540,7 +577,7 @@ def test_a_notice_that_cannot_reach_its_cell_comes_with_the_next_turn(
         raise RuntimeError("the cell's display is gone")
 
     result = run_turn(session, "no whole frames", events=TurnEvents(on_notice=gone))
-    assert result.ok and hook.wait(10)
+    assert result.ok and hook.wait(120)
     later = turn(session, "next question")
     assert any(e["kind"] == "memory" and "Saved 1 memory" in e["text"]
                for e in later.record["events"])

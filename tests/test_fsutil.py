@@ -215,7 +215,7 @@ def test_other_process_is_excluded_and_named(tmp_path: Path) -> None:
         assert f"process {holder.pid}" in str(caught.value)
         holder.stdin.write("\n")
         holder.stdin.flush()
-        assert holder.wait(timeout=30) == 0
+        assert holder.wait(timeout=120) == 0
     finally:
         if holder.poll() is None:
             holder.kill()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.agent.hooks import HookFailed, dispatch
+from jupyter_memory.agent.hooks import HookFailed, collect, dispatch
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.errors import JupyterMemoryError
@@ -61,3 +61,35 @@ def test_a_hooks_own_message_reaches_the_person_unchanged(tmp_path: Path, fake_a
     with pytest.raises(HookFailed) as info:
         dispatch([Broken()], "before_call", None, 0)
     assert info.value.hook_name == "Broken" and info.value.event == "before_call"
+
+
+def test_hooks_contribute_record_sections_before_it_is_built(tmp_path: Path, fake_api,
+                                                             monkeypatch) -> None:
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "memory"))
+    fake_api.script([Turn(text="done")])
+    seen: list[dict] = []
+
+    class Section:
+        def record_fields(self, turn: object) -> dict:
+            return {"marker": {"from": "Section"}}
+
+    class Watcher:
+        def after_turn(self, turn: object, result: object) -> None:
+            seen.append(dict(result.record))  # type: ignore[attr-defined]
+
+    session = Session(tmp_path, config=AgentConfig.from_env(log_transcript=False, extraction=False))
+    session.hooks += [Section(), Watcher()]
+    result = run_turn(session, "hello")
+    assert result.ok, result.error
+    assert result.record["marker"] == {"from": "Section"}
+    assert seen[0]["marker"] == {"from": "Section"}  # there already when after_turn runs
+    assert "cost" in seen[0]  # the session's own cost section, also built in
+
+
+def test_collect_refuses_a_hook_that_returns_no_mapping() -> None:
+    class Wrong:
+        def record_fields(self, turn: object) -> list:
+            return ["not", "a", "mapping"]
+
+    with pytest.raises(TypeError, match="record_fields must return a mapping"):
+        collect([Wrong()], "record_fields", None)

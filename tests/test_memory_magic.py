@@ -143,7 +143,8 @@ def two(ip):
 def test_table_show_search(two, memdir):
     table = run(two, "%memory list").outputs[0].data["text/plain"]
     header = table.splitlines()[0].split()
-    assert header == ["type", "name", "description", "age", "bytes", "indexed", "by"]
+    # the table jupyter-memory list prints too (one definition): the file closes each row
+    assert header == ["type", "name", "description", "age", "bytes", "indexed", "by", "file"]
     assert "revenue-in-cents" in table and "today" in table
     shown = run(two, "%memory show role").stdout
     assert "Senior analyst, fluent in SQL." in shown and str(memdir) in shown
@@ -182,7 +183,8 @@ def test_doctor_repair_path_mode_on_off_why(two, memdir):
     (memdir / "project_orphan.md").write_text(
         "---\nname: orphan\ndescription: not in the index\ntype: project\n---\nx\n")
     assert "orphan" in run(two, "%memory doctor").stdout
-    codes = {f["code"] for f in json.loads(run(two, "%memory doctor --json").stdout)}
+    # the JSON of jupyter-memory doctor --json (one definition): findings and counts
+    codes = {f["code"] for f in json.loads(run(two, "%memory doctor --json").stdout)["findings"]}
     assert "orphan_file" in codes
     run(two, "%memory repair")
     assert "project_orphan.md" in (memdir / "MEMORY.md").read_text()

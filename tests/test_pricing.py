@@ -107,7 +107,7 @@ class Router:
             kind, turn = "extraction", Turn(text="Nothing to save.", usage=EXTRACT)
         else:
             prefetch = last_prefetch(self.session)
-            assert prefetch is not None and prefetch.wait(30)
+            assert prefetch is not None and prefetch.wait(120)
             kind, turn = "main", Turn(text="Use the monthly sales table.", usage=MAIN)
         with self._lock:
             self.kinds.append(kind)
@@ -132,7 +132,7 @@ def _turns(fake_api: Any, session: Session, n: int) -> tuple[Router, list[dict[s
     for i in range(n):
         result = run_turn(session, f"Which table holds the sales figures? ({i})")
         assert result.ok, result.error
-        assert hook_for(session).wait(30)
+        assert hook_for(session).wait(120)
         records.append(result.record)
     assert fake_api.failures == []
     return router, records
@@ -230,7 +230,7 @@ def test_cli_prices_a_saved_notebook_from_its_turn_records(fake_api, project, tm
 
 
 def test_cli_on_a_recorded_example_notebook_counts_its_main_calls(tmp_path):
-    nb = EXAMPLES / "01-tour.ipynb"
+    nb = EXAMPLES / "02-tour.ipynb"
     ledger, note = notebook_ledger(nb)
     rows = ledger.to_json()
     saved = [o["data"][TURN_MIME] for c in json.loads(nb.read_text())["cells"]
@@ -296,7 +296,7 @@ def test_context_cost_magic_prices_the_live_session_and_matches_the_saved_cells(
     fake_api.responder = answer
     turn_cap = run(ip, "%%agent\nWhat is six times seven?")
     session = state_for(ip).session
-    assert hook_for(session).wait(30)
+    assert hook_for(session).wait(120)
     data = json.loads(run(ip, "%context --cost --json").stdout)
     by_kind = {r["kind"]: r for r in data["rows"]}
     assert by_kind["main"]["calls"] == 1 and by_kind["extraction"]["calls"] == 1

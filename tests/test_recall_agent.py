@@ -89,7 +89,7 @@ class Router:
         first_call = not any(b.get("type") == "tool_result" for b in last["content"])
         if self.wait_first and first_call:
             prefetch = recall.last_prefetch(self.session)
-            assert prefetch is not None and prefetch.wait(30)
+            assert prefetch is not None and prefetch.wait(120)
         return turn
 
 
@@ -219,6 +219,31 @@ def test_names_not_in_the_manifest_are_dropped(fake_api, project):
     assert decisions[cents]["decision"] == "injected"
 
 
+def test_the_selector_answer_is_kept_as_given_beside_its_request(fake_api, project):
+    session = make_session(project, wait_for_prefetch=True)
+    cents = add(session, "revenue-in-cents", "sales.revenue is stored in cents", "Cents.")
+    router = Router(session, ["invented_memory.md", cents], [Turn(text="ok")], wait_first=False)
+    fake_api.responder = router
+    result = run_turn(session, "How is revenue stored?")
+    prefetch = recall.last_prefetch(session)
+    assert prefetch.request == {k: v for k, v in router.selector_bodies[0].items()
+                                if k != "stream"}
+    # the answer before validation: the invented name is still in it
+    assert prefetch.answer == {"selected_memories": ["invented_memory.md", cents]}
+    assert prefetch.selected == [cents]
+    selector = result.record["recall"]["selector"]
+    assert selector["answer"] == prefetch.answer and selector["request"] == prefetch.request
+
+
+def test_offline_selector_has_no_request_and_no_answer(project):
+    session = make_session(project, recall_selector="offline")
+    add(session, "revenue-in-cents", "sales.revenue is stored in cents", "Cents.")
+    prefetch = recall.start_prefetch(session, "How is revenue stored in sales?", None)
+    assert prefetch.wait(120)
+    assert prefetch.request is None and prefetch.answer is None
+    assert prefetch.to_json()["selector"] == "offline"
+
+
 def test_at_most_five_memories_a_turn(fake_api, project):
     session = make_session(project, wait_for_prefetch=True)
     files = [add(session, f"fact-{i}", f"fact number {i} about sales", f"Fact {i}.")
@@ -264,7 +289,7 @@ def test_files_read_while_the_selector_thinks_are_filtered_after_the_call(fake_a
     read_done = threading.Event()
 
     def slow_selector(_body: dict[str, Any]) -> Turn:
-        assert read_done.wait(30)  # answer only after the agent has read the file itself
+        assert read_done.wait(120)  # answer only after the agent has read the file itself
         return choose([cents, fiscal])
 
     class AfterRead(Router):
@@ -272,7 +297,7 @@ def test_files_read_while_the_selector_thinks_are_filtered_after_the_call(fake_a
             if not is_selector(body) and len(self.main_bodies) == 1:
                 read_done.set()  # the Read of the tool round has run
                 prefetch = recall.last_prefetch(self.session)
-                assert prefetch is not None and prefetch.wait(30)
+                assert prefetch is not None and prefetch.wait(120)
             return super().__call__(body)
 
     router = AfterRead(session, slow_selector, [

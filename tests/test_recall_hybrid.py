@@ -152,7 +152,7 @@ def test_prefetch_records_which_offline_selector_ran(session, monkeypatch):
     prompt = "is the revenue column stored in cents?"
     session.messages.append(user_message(prompt))
     prefetch = recall.start_prefetch(session, prompt, None)
-    assert prefetch.wait(30) and prefetch.status == "done"
+    assert prefetch.wait(120) and prefetch.status == "done"
     prefetch.take_messages()
     assert prefetch.to_json()["offline_mode"] == "lexical"
     reason = {d["file"]: d for d in prefetch.decisions}[cents]["reason"]

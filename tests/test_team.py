@@ -423,7 +423,7 @@ def test_extraction_agent_files_team_memories_by_the_scope_rules(tmp_path: Path,
     ])
     result = run_turn(session, "Our fiscal year starts in April. I'm an analyst.")
     assert result.ok
-    assert hook.wait(30)
+    assert hook.wait(120)
     assert "Team memory: `" in json.dumps(router.extract_bodies[0])
     saved = (memdir / "team" / "project_fiscal_year.md").read_text()
     assert "author: ana" in saved and "origin: extraction" in saved

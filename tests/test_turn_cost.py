@@ -222,7 +222,7 @@ def test_prefetch_record_decisions_match_the_full_list(fake_api, tmp_path, monke
     fake_api.script([Turn(text="Fine.")])
     assert run_turn(session, "What is fact 12 about the revenue?").ok
     prefetch = last_prefetch(session)
-    assert prefetch is not None and prefetch.wait(timeout=30)
+    assert prefetch is not None and prefetch.wait(timeout=120)
     full = list(prefetch.decisions)
     assert len(full) == 230
     for limit in (5, 200, 229, 230, 300):

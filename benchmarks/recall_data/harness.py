@@ -8,8 +8,11 @@
 
 Metrics per question: recall (share of the expected memories chosen), hit (any chosen),
 precision (share of the chosen that are expected, over questions with a choice) and the
-empty rate (questions with nothing chosen). Memory vectors are kept on disk between runs
-(in the temp folder) because encoding 2,500 memories takes a minute on a busy CPU.
+empty rate (questions with nothing chosen). A question that expects no memory (the
+"nothing relevant" messages of ``tests/recall_eval``) has no recall or hit; anything
+chosen for it counts against precision, and choosing nothing is its right answer.
+Memory vectors are kept on disk between runs (in the temp folder) because encoding 2,500
+memories takes a minute on a busy CPU.
 """
 
 from __future__ import annotations
@@ -39,22 +42,26 @@ VECTOR_CACHE = Path(tempfile.gettempdir()) / "jupyter-memory-recall-vectors.npz"
 class Scores:
     """Totals for one selector over a set of questions, by category."""
 
-    rows: dict[str, list[tuple[float, bool, float | None, int]]] = field(default_factory=dict)
+    rows: dict[str, list[tuple[float | None, bool | None, float | None, int]]] = field(
+        default_factory=dict)
 
     def add(self, category: str, chosen: Sequence[str], expected: Sequence[str]) -> None:
         hits = len(set(chosen) & set(expected))
         self.rows.setdefault(category, []).append(
-            (hits / len(expected), hits > 0, hits / len(chosen) if chosen else None, len(chosen)))
+            (hits / len(expected) if expected else None, hits > 0 if expected else None,
+             hits / len(chosen) if chosen else None, len(chosen)))
 
     def summary(self, category: str | None = None) -> dict[str, float | int | None]:
         rows = [r for c, rs in self.rows.items() if category in (None, c) for r in rs]
         if not rows:
             return {"n": 0, "recall": None, "hit": None, "precision": None, "empty": None,
                     "attached": None}
+        recalls = [r for r, _, _, _ in rows if r is not None]
+        hits = [h for _, h, _, _ in rows if h is not None]
         precisions = [p for _, _, p, _ in rows if p is not None]
         return {"n": len(rows),
-                "recall": sum(r for r, _, _, _ in rows) / len(rows),
-                "hit": sum(h for _, h, _, _ in rows) / len(rows),
+                "recall": sum(recalls) / len(recalls) if recalls else None,
+                "hit": sum(hits) / len(hits) if hits else None,
                 "precision": sum(precisions) / len(precisions) if precisions else None,
                 "empty": sum(1 for *_, n in rows if n == 0) / len(rows),
                 "attached": sum(n for *_, n in rows) / len(rows)}

@@ -25,13 +25,13 @@ Two additions of this project, each a setting: three failed runs in a row open a
 circuit breaker for the session (one notice says so), and approval mode stages what the
 fork writes as pending items (:mod:`jupyter_memory.memdir.pending`) instead of saving it.
 
-**Tools and the prompt cache.** The fork is sent the restricted tool list (Read, Grep,
-Glob, Write, Edit), so the model is never offered a tool it may not use. Tool
-definitions come first in the cached prefix, so this fork cannot read the main
-conversation's cache entries; it writes its own, which its later calls and the next
-run read. ``extraction_share_tools=True`` sends the main agent's full tool list instead,
-byte for byte, so the fork reads the main conversation's cache as the reference's fork
-does; the tool layer still refuses every tool outside the sandbox.
+**Tools and the prompt cache.** By default (``extraction_share_tools=True``, as the
+reference does) the fork is sent the main agent's full tool list, byte for byte: tool
+definitions come first in the cached prefix, so only then does the fork read the main
+conversation's cache entries instead of writing its own. The tool layer still refuses
+every tool outside the sandbox, whatever the model is offered. ``False`` sends only the
+restricted list (Read, Grep, Glob, Write, Edit), so the model is never offered a tool it
+may not use, at the price of a cold cache for the fork's first call.
 """
 
 from __future__ import annotations
@@ -441,7 +441,7 @@ class ExtractionHook:
     def share_tools(self) -> bool:
         if self.share_tools_override is not None:
             return self.share_tools_override
-        return bool(getattr(self.session.config, "extraction_share_tools", False))
+        return bool(getattr(self.session.config, "extraction_share_tools", True))
 
     @property
     def running(self) -> bool:
@@ -678,7 +678,10 @@ class ExtractionHook:
                               if f.startswith("team/") and (memdir / f).exists()]
                     team_store.settle(shared)  # a user memory is taken back out of team/
                 run.after = store.after()
-                run.files = [f for f in written if run.after.get(f) is not None]
+                # A write the store refused (a credential, a bad header) leaves the file as
+                # it was: only files whose bytes changed were saved.
+                run.files = [f for f in written
+                             if run.after.get(f) is not None and run.after[f] != store.before[f]]
                 run.created = [f for f in run.files if store.before[f] is None]
                 run.status = "saved" if run.files else "nothing"
             run.ended = now_iso()

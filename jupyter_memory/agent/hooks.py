@@ -6,6 +6,9 @@ and a recorder or replayer when one is installed):
 
 - ``before_turn(turn)``: the person's message is in ``turn``; nothing sent yet.
 - ``before_call(turn, round_index)``: right before each model call of the turn.
+- ``record_fields(turn)``: the turn has ended and its record is about to be built; a
+  mapping returned here becomes part of the record (``compactions``, ``cost``), so no hook
+  changes a record after it is built.
 - ``after_turn(turn, result)``: the turn's record is built; the conversation is final.
 
 A hook that raises a :class:`~jupyter_memory.errors.JupyterMemoryError` means it (a
@@ -16,14 +19,14 @@ and the moment, never as a failure of the model call.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jupyter_memory.errors import JupyterMemoryError
 
-__all__ = ["EVENTS", "HookFailed", "dispatch"]
+__all__ = ["EVENTS", "HookFailed", "collect", "dispatch"]
 
-EVENTS = ("before_turn", "before_call", "after_turn")
+EVENTS = ("before_turn", "before_call", "record_fields", "after_turn")
 
 
 class HookFailed(JupyterMemoryError):
@@ -41,15 +44,34 @@ class HookFailed(JupyterMemoryError):
 
 def dispatch(hooks: Iterable[Any], event: str, *args: Any) -> None:
     """Call ``event`` on every hook that has it, in order."""
+    _each(hooks, event, args)
+
+
+def collect(hooks: Iterable[Any], event: str, *args: Any) -> dict[str, Any]:
+    """Call ``event`` on every hook that has it and merge the mappings they return (a later
+    hook's key wins, as a later hook runs later)."""
+    merged: dict[str, Any] = {}
+    for value in _each(hooks, event, args):
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{event} must return a mapping or None, not {type(value).__name__}")
+        merged.update(value)
+    return merged
+
+
+def _each(hooks: Iterable[Any], event: str, args: tuple[Any, ...]) -> list[Any]:
     if event not in EVENTS:
         raise ValueError(f"unknown hook event {event!r}; one of {', '.join(EVENTS)}")
+    results = []
     for hook in list(hooks):
         method = getattr(hook, event, None)
         if method is None:
             continue
         try:
-            method(*args)
+            results.append(method(*args))
         except (JupyterMemoryError, KeyboardInterrupt):
             raise
         except Exception as exc:
             raise HookFailed(hook, event, exc) from exc
+    return results

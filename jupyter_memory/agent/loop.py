@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_memory.agent.failures import describe_failure
-from jupyter_memory.agent.hooks import dispatch
+from jupyter_memory.agent.hooks import collect, dispatch
 from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import count_breakpoints, digest
@@ -194,7 +194,7 @@ def run_turn(
     )
     if error:
         turn.events_log.append({"kind": "error" if status == "error" else "warning", "text": error})
-    record = build_record(turn, answer, status)
+    record = build_record(turn, answer, status, collect(session.hooks, "record_fields", turn))
     session.last_record = record
     result = TurnResult(status=status, answer=answer, record=record, error=error, usage=turn.usage)
     _hooks(session, "after_turn", turn, result)
@@ -355,8 +355,10 @@ def _compact_requests(
     return entries, parts
 
 
-def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
-    """The turn record that the cell output carries (docs/architecture.md)."""
+def build_record(turn: TurnState, answer: str, status: str,
+                 fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The turn record that the cell output carries (docs/architecture.md); ``fields`` are
+    the hooks' sections of it (``record_fields``)."""
     session = turn.session
     rep = session.context_report()
     data = rep.to_json()
@@ -388,4 +390,5 @@ def build_record(turn: TurnState, answer: str, status: str) -> dict[str, Any]:
         "memories_written": [{"file": f, "by": "agent"} for f in turn.memories_written],
         "events": turn.events_log,
         "background": [],
+        **(fields or {}),
     }

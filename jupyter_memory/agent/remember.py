@@ -32,6 +32,7 @@ from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.markdown import fence_flags
 from jupyter_memory.memdir.record import MEMORY_TYPES
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
+from jupyter_memory.memdir.words import FUNCTION_WORDS
 
 __all__ = [
     "DEFAULT_AGENT",
@@ -371,13 +372,8 @@ _BULLET = re.compile(r"^\s*(?:[-+*]|\d+[.)])\s+")
 _LABEL_LINE = re.compile(r"^\s*\**\s*(why|how to apply|原因|为什么|如何应用|理由)\s*[:：]", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STOPWORDS = frozenset((
-    "a", "an", "the", "is", "are", "was", "were", "be", "been", "of", "to", "in", "on", "at",
-    "for", "and", "or", "but", "with", "by", "from", "as", "that", "this", "it", "its", "into",
-    "than", "then", "there", "their", "our", "we", "i", "you", "he", "she", "they", "them",
-    "my", "your", "his", "her", "not", "do", "does", "did", "has", "have", "had", "should",
-    "must", "can", "will", "would", "always", "never", "please",
-))
+#: Words a derived name leaves out: function words and the emphasis of a correction.
+_STOPWORDS = FUNCTION_WORDS | {"not", "never", "always", "please"}
 _DESCRIPTION_CHARS = 150
 _NAME_WORDS = 5
 _NAME_CJK_CHARS = 12

@@ -13,7 +13,7 @@ import os
 import platform
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,11 @@ from jupyter_memory.context.assemble import (
     assemble,
     report,
 )
-from jupyter_memory.context.models import default_model, default_small_model
+from jupyter_memory.context.models import (
+    MIN_CONTEXT_WINDOW,
+    default_model,
+    default_small_model,
+)
 from jupyter_memory.context.pricing import CostLedger
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import ConfigError
@@ -38,39 +42,89 @@ RECALL_SELECTORS = ("model", "offline")
 PERMISSION_MODES = ("ask", "allow", "deny")
 
 
+def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None) -> Any:
+    """A field of :class:`AgentConfig` that people set (``%config Agent.NAME``): declared
+    once here, with its help and choices; the magics build their traits from it."""
+    metadata: dict[str, Any] = {"help": help}
+    if choices is not None:
+        metadata["choices"] = choices
+    return field(default=default, metadata=metadata)
+
+
 @dataclass(frozen=True)
 class AgentConfig:
-    """Settings of the agent; the magics expose each one through ``%config Agent``.
+    """Settings of the agent; the magics expose each :func:`setting` through ``%config Agent``.
 
     Defaults reproduce the reference behaviour, because people use this project to
     learn how that behaviour works. Each improvement is a switch: ``maintain_index``
     (the index follows topic files the agent writes), ``cjk_trigger`` (unspaced Chinese
     or Japanese questions still trigger prefetch), ``wait_for_prefetch`` (the first model
-    call waits for prefetched memories).
+    call waits for prefetched memories). Plain fields (retries, timeout, the transcript
+    switch) are for code and tests, not ``%config``.
     """
 
-    model: str = ""
-    small_model: str = ""
-    max_tokens: int = 8192
-    max_turns: int = 25
-    permission_mode: str = "ask"
-    recall_mode: str = "index"
-    maintain_index: bool = False
+    model: str = setting(
+        "", "Main model (default: $JUPYTER_MEMORY_MODEL or claude-sonnet-5-5).")
+    small_model: str = setting(
+        "", "Model for side calls such as recall selection "
+        "(default: $JUPYTER_MEMORY_SMALL_MODEL or claude-haiku-4-5).")
+    max_tokens: int = setting(8192, "Maximum output tokens of one model call.")
+    max_turns: int = setting(25, "Maximum model calls in one agent turn.")
+    permission_mode: str = setting(
+        "ask", "Running code and writing outside the memory folder: ask, allow or deny.",
+        choices=PERMISSION_MODES)
+    recall_mode: str = setting(
+        "index", "index: MEMORY.md in every request; prefetch: relevant memories chosen per "
+        "message.", choices=RECALL_MODES)
+    maintain_index: bool = setting(
+        False, "Keep MEMORY.md in step with topic files the agent writes (the reference "
+        "leaves that to the agent).")
+    agents_md: bool = setting(False, "Also read AGENTS.md files as instructions.")
     extra_instruction_names: tuple[str, ...] = ()
     max_retries: int = 2
     timeout: float = 600.0
-    cell_output_cap: int = 2_000
-    wait_for_prefetch: bool = False
+    cell_output_cap: int = setting(
+        2_000, "Characters of each code cell's output passed to the agent.")
+    wait_for_prefetch: bool = setting(
+        False, "Wait for prefetched memories before the first model call (the reference "
+        "does not, so an answer without tools misses them).")
     log_transcript: bool = True
-    extraction: bool = True
-    extraction_every: int = 1
-    extraction_share_tools: bool = False
-    approval_mode: bool = False
-    auto_compact: bool = True
-    microcompact_idle_minutes: float = 60.0
-    session_memory: bool = True
-    cjk_trigger: bool = False
-    recall_selector: str = "model"
+    extraction: bool = setting(
+        True, "After each completed turn (its final message asks for no tool), let a "
+        "restricted background agent save durable facts as memories.")
+    extraction_every: int = setting(1, "Run extraction every N eligible turns.")
+    extraction_share_tools: bool = setting(
+        True, "Send the extraction agent the main agent's full tool list, so it reads the main "
+        "conversation's prompt cache as the reference's fork does (the tool layer still "
+        "refuses everything outside its sandbox); False offers only its five tools.")
+    approval_mode: bool = setting(
+        False, "Extracted memories wait in a pending area until you accept them "
+        "(%memory pending).")
+    auto_compact: bool = setting(
+        True, "Compact the conversation automatically before a request that would pass "
+        "the autocompact level.")
+    microcompact_idle_minutes: float = setting(
+        60.0, "Clear old tool outputs when the agent has been idle this long (the prompt "
+        "cache is cold anyway; 0 switches it off).")
+    session_memory: bool = setting(
+        True, "Keep rolling session notes in the background; compaction uses them first, "
+        "with no model call.")
+    context_window: int = setting(
+        0, "Compute the compaction levels for a window of this many tokens instead of the "
+        "model's own (0). Only a smaller window counts; at least 60,000. For learning how "
+        "compaction behaves, or an endpoint that holds less than the model table says.")
+    cjk_trigger: bool = setting(
+        False, "Let unspaced Chinese/Japanese questions trigger prefetch (the reference "
+        "skips them as single words).")
+    recall_selector: str = setting(
+        "model", "Who picks prefetched memories: the small model, or an offline ranking "
+        "of their descriptions (no model call).", choices=RECALL_SELECTORS)
+
+    @property
+    def instruction_names(self) -> tuple[str, ...]:
+        """Instruction file names read besides ``CLAUDE.md`` (``agents_md`` adds AGENTS.md)."""
+        extra = self.extra_instruction_names
+        return (*extra, "AGENTS.md") if self.agents_md and "AGENTS.md" not in extra else extra
 
     def __post_init__(self) -> None:
         if self.recall_mode not in RECALL_MODES:
@@ -91,12 +145,23 @@ class AgentConfig:
             )
         if self.max_turns < 1 or self.max_tokens < 1:
             raise ConfigError("max_turns and max_tokens must be positive whole numbers.")
+        if self.context_window and self.context_window < MIN_CONTEXT_WINDOW:
+            raise ConfigError(
+                f"context_window {self.context_window:,} is too small: use 0 (the model's own "
+                f"window) or at least {MIN_CONTEXT_WINDOW:,}, so that the compaction levels "
+                "(docs/compaction.md) stay above what every request carries."
+            )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> AgentConfig:
         """Defaults with the models chosen by ``JUPYTER_MEMORY_MODEL`` / ``_SMALL_MODEL``."""
         base = cls(model=default_model(env), small_model=default_small_model(env))
         return replace(base, **overrides) if overrides else base
+
+
+def user_settings() -> tuple[Any, ...]:
+    """The :class:`AgentConfig` fields people set, in declaration order."""
+    return tuple(f for f in fields(AgentConfig) if "help" in f.metadata)
 
 
 class _CostInRecord:
@@ -106,8 +171,8 @@ class _CostInRecord:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def after_turn(self, turn: Any, result: Any) -> None:
-        result.record["cost"] = self.session.cost_ledger.to_json()
+    def record_fields(self, turn: Any) -> dict[str, Any]:
+        return {"cost": self.session.cost_ledger.to_json()}
 
 
 @dataclass
@@ -125,8 +190,9 @@ class Session:
     turn_count: int = 0
     recall_override: str | None = None
     memory_override: bool | None = None
-    #: Objects with optional ``before_turn(turn)``, ``before_call(turn, round)`` and
-    #: ``after_turn(turn, result)`` methods, called by ``agent.run_turn`` in order.
+    #: Objects with optional ``before_turn(turn)``, ``before_call(turn, round)``,
+    #: ``record_fields(turn)`` and ``after_turn(turn, result)`` methods (agent/hooks.py),
+    #: called by ``agent.run_turn`` in order.
     hooks: list[Any] = field(default_factory=list)
     #: Builds the SDK client; replaced to replay a recording or use another endpoint.
     client_factory: Any = None
@@ -183,7 +249,7 @@ class Session:
             self.cwd,
             project_root=self._location.project_root,
             env=self.env,
-            extra_names=self.config.extra_instruction_names,
+            extra_names=self.config.instruction_names,
         )
         skipped = self._instructions.skipped_imports
         if skipped:
@@ -195,7 +261,7 @@ class Session:
                     self.cwd,
                     project_root=self._location.project_root,
                     env=self.env,
-                    extra_names=self.config.extra_instruction_names,
+                    extra_names=self.config.instruction_names,
                     external_imports=True,
                 )
         self.reset_tools()
@@ -449,7 +515,19 @@ class Session:
             last_usage=self.last_usage,
             counted_tokens=counted_tokens,
             notices=self.trust_notices(),
+            context_window=self.config.context_window,
+            since_usage=self._since_last_response(),
         )
+
+    def _since_last_response(self) -> int:
+        """Estimated tokens of the messages after the last assistant message: the part of
+        the next request that the last response's usage does not cover."""
+        from jupyter_memory.context.tokens import estimate_messages
+
+        for i in range(len(self.messages) - 1, -1, -1):
+            if self.messages[i].get("role") == "assistant":
+                return estimate_messages(self.messages[i + 1 :])
+        return 0
 
 
 @functools.lru_cache(maxsize=1)

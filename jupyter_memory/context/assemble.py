@@ -17,7 +17,12 @@ from functools import cached_property
 from typing import Any
 
 from jupyter_memory.context import prompts
-from jupyter_memory.context.models import Thresholds, model_info, thresholds
+from jupyter_memory.context.models import (
+    Thresholds,
+    model_info,
+    thresholds,
+    unknown_model_note,
+)
 from jupyter_memory.context.request_parts import content_digest
 from jupyter_memory.context.tokens import Usage, estimate_message, estimate_tokens, estimate_tool
 
@@ -366,6 +371,11 @@ class ContextReport:
     index: IndexPart | None
     last_usage: Usage | None
     model_known: bool = True
+    #: The model's own window when ``Agent.context_window`` set a smaller one, else 0.
+    model_window: int = 0
+    #: Estimated tokens of the messages added after the response whose usage ``used``
+    #: counts (tool results of a call that was refused, for example), else 0.
+    since_usage: int = 0
     #: What was left out because its folder is not trusted, one line each.
     notices: tuple[str, ...] = ()
 
@@ -401,6 +411,8 @@ class ContextReport:
             "index": _index_usage(self.index),
             "last_usage": self.last_usage.to_json() if self.last_usage else None,
             "notices": list(self.notices),
+            **({"model_window": self.model_window} if self.model_window else {}),
+            **({"since_usage": self.since_usage} if self.since_usage else {}),
         }
 
 
@@ -436,6 +448,8 @@ def report(
     counted_tokens: int | None = None,
     max_output_tokens: int | None = None,
     notices: Sequence[str] = (),
+    context_window: int = 0,
+    since_usage: int = 0,
 ) -> ContextReport:
     """Budget of ``assembled``: estimates per part, corrected by real numbers when known.
 
@@ -443,9 +457,12 @@ def report(
     was asked for, then the last response's real usage (the reference's automatic
     count), then the offline estimate. With a real total,
     the difference from the estimates is attributed to the conversation.
+    ``context_window`` is the ``Agent.context_window`` setting (0: the model's window).
+    ``since_usage`` estimates the messages added after the last response, which its usage
+    does not cover; it is added to that usage, as the compaction levels count it.
     """
     model = assembled.body["model"]
-    info = model_info(model)
+    info = model_info(model, context_window)
     th = thresholds(info, max_output_tokens)
     by_cat: dict[str, list[Part]] = {name: [] for name in CATEGORY_ORDER}
     for part in assembled.parts:
@@ -459,7 +476,7 @@ def report(
         # wins over the last response's usage, which describes the request before.
         real, source = counted_tokens, "count_tokens"
     elif last_usage is not None and last_usage.total_input > 0:
-        real, source = last_usage.context_tokens, "usage"
+        real, source = last_usage.context_tokens + max(0, since_usage), "usage"
     if real is not None:
         fixed = estimate - totals["messages"]
         if real >= fixed:
@@ -483,6 +500,8 @@ def report(
         index=index,
         last_usage=last_usage,
         model_known=info.known,
+        model_window=info.model_window,
+        since_usage=max(0, since_usage) if source == "usage" else 0,
         notices=tuple(notices),
     )
 
@@ -494,15 +513,17 @@ def render_text(rep: ContextReport, *, detail: bool = True) -> str:
     lines = [
         f"Context for the next request: {rep.model}",
         f"{rep.used:,} / {rep.window:,} tokens ({data['percent_used']}%) — "
-        f"counted by {_SOURCE_WORDS[rep.source]}",
+        f"counted by {_SOURCE_WORDS[rep.source]}"
+        + (f" and an estimate of the {rep.since_usage:,} tokens added since"
+           if rep.since_usage else ""),
         "",
     ]
-    if not rep.model_known:
-        lines[2:2] = [
-            f"Note: {rep.model} is not in the model table, so budgets assume a "
-            f"{rep.window:,}-token window; check the model name (JUPYTER_MEMORY_MODEL).",
-            "",
-        ]
+    note = None if rep.model_known else unknown_model_note(rep.model)
+    if note is not None:
+        lines[3:3] = [f"Note: {note}", ""]
+    if rep.model_window:
+        lines.insert(2, f"Window: {rep.window:,} tokens, set by Agent.context_window "
+                        f"({rep.model}'s own is {rep.model_window:,}).")
     for cat in data["categories"]:
         bar = "#" * max(0, round(cat["percent"] / 100 * width))
         lines.append(f"  {cat['name']:<20} {cat['tokens']:>9,}  {cat['percent']:>5}%  {bar}")

@@ -22,6 +22,10 @@ AUTOCOMPACT_MARGIN = 13_000
 WARNING_MARGIN = 20_000
 #: Distance below the effective window at which a request is refused.
 BLOCKING_MARGIN = 3_000
+#: The smallest window ``Agent.context_window`` may set. The margins above take 53,000
+#: tokens below the window for a model with a large output; the rest keeps the warning
+#: level above the system prompt and tools that every request carries.
+MIN_CONTEXT_WINDOW = 60_000
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,8 @@ class ModelInfo:
     context_window: int
     max_output_tokens: int
     known: bool = True
+    #: The model table's window when a smaller ``context_window`` replaced it, else 0.
+    model_window: int = 0
 
 
 # Prefix → (context window, maximum output tokens). Longest prefix wins, so a dated
@@ -59,17 +65,44 @@ _MODELS: dict[str, tuple[int, int]] = {
 _FALLBACK = (200_000, 32_000)
 
 
-def model_info(name: str) -> ModelInfo:
-    """Limits of ``name``; unknown models get a 200K window so budgets stay conservative."""
+def model_info(name: str, context_window: int = 0) -> ModelInfo:
+    """Limits of ``name``; an unknown model gets a 200K window (``known`` is False, and
+    :func:`unknown_model_note` says so wherever the budget is shown).
+
+    ``context_window`` (the ``Agent.context_window`` setting) replaces the table's window
+    when it is positive and smaller; a larger one is ignored, since the endpoint would
+    refuse what does not fit the model's own window.
+    """
     best = ""
     for prefix in _MODELS:
         if name.startswith(prefix) and len(prefix) > len(best):
             best = prefix
-    if best:
-        window, out = _MODELS[best]
-        return ModelInfo(name, window, out, True)
-    window, out = _FALLBACK
-    return ModelInfo(name, window, out, False)
+    window, out = _MODELS[best] if best else _FALLBACK
+    if 0 < context_window < window:
+        return ModelInfo(name, context_window, out, bool(best), model_window=window)
+    return ModelInfo(name, window, out, bool(best))
+
+
+def known_models() -> tuple[str, ...]:
+    """The model families of the table (a dated id such as ``claude-sonnet-4-5-20250929``
+    finds its family by prefix)."""
+    return tuple(_MODELS)
+
+
+def unknown_model_note(name: str) -> str | None:
+    """What to tell a person whose model is not in the table, or None when it is.
+
+    An unknown name is a warning, not an error: an endpoint behind ``ANTHROPIC_BASE_URL``
+    may serve models under names of its own. The budgets then assume the fallback window,
+    so the note says which one and lists the names the table knows.
+    """
+    info = model_info(name)
+    if info.known:
+        return None
+    return (f"{name} is not in the model table, so budgets assume a {info.context_window:,}-token "
+            f"window and {info.max_output_tokens:,} output tokens. Known models (a dated id "
+            f"finds its family): {', '.join(known_models())}. Check the model name "
+            "(JUPYTER_MEMORY_MODEL, %config Agent.model, or --model).")
 
 
 def default_model(env: Mapping[str, str] | None = None) -> str:

@@ -21,13 +21,19 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Bool, Enum, Float, Int, Unicode, default
+from traitlets import Bool, Enum, Float, Int, TraitError, TraitType, Unicode, default, validate
+from traitlets.config import Configurable
 
 from jupyter_memory.agent.client import NoModelConfigured
 from jupyter_memory.agent.loop import TURN_MIME, TurnEvents, run_turn
-from jupyter_memory.agent.session import PERMISSION_MODES, RECALL_MODES, AgentConfig
+from jupyter_memory.agent.session import AgentConfig, user_settings
 from jupyter_memory.agent.tools import console_prompt
-from jupyter_memory.context.models import default_model, default_small_model
+from jupyter_memory.context.models import (
+    MIN_CONTEXT_WINDOW,
+    default_model,
+    default_small_model,
+    unknown_model_note,
+)
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.magics.cells import cell_log_for, is_agent_cell
 from jupyter_memory.magics.cells import quiet as quiet_cells
@@ -79,68 +85,36 @@ def is_terminal(shell: Any) -> bool:
     return isinstance(shell, TerminalInteractiveShell)
 
 
-@magics_class
-class Agent(Magics):
-    """The agent's settings (``%config Agent``) and the ``%%agent`` magic."""
+def _trait(setting: Any) -> Any:
+    """The ``%config`` trait of one :func:`~jupyter_memory.agent.session.setting`."""
+    help_text = setting.metadata["help"]
+    choices = setting.metadata.get("choices")
+    if choices is not None:
+        trait: TraitType[Any, Any] = Enum(choices, default_value=setting.default, help=help_text)
+    elif isinstance(setting.default, bool):
+        trait = Bool(setting.default, help=help_text)
+    elif isinstance(setting.default, int):
+        trait = Int(setting.default, help=help_text)
+    elif isinstance(setting.default, float):
+        trait = Float(setting.default, help=help_text)
+    else:
+        trait = Unicode(setting.default, help=help_text)
+    return trait.tag(config=True)
 
-    model = Unicode(help="Main model (default: $JUPYTER_MEMORY_MODEL or claude-sonnet-5-5).").tag(config=True)
-    small_model = Unicode(help="Model for side calls such as recall selection.").tag(config=True)
-    max_tokens = Int(8192, help="Maximum output tokens of one model call.").tag(config=True)
-    max_turns = Int(25, help="Maximum model calls in one agent turn.").tag(config=True)
-    permission_mode = Enum(
-        PERMISSION_MODES, default_value="ask",
-        help="Running code and writing outside the memory folder: ask, allow or deny.",
-    ).tag(config=True)
-    recall_mode = Enum(
-        RECALL_MODES, default_value="index",
-        help="index: MEMORY.md in every request; prefetch: relevant memories chosen per message.",
-    ).tag(config=True)
-    maintain_index = Bool(
-        False, help="Keep MEMORY.md in step with topic files the agent writes (the reference "
-        "leaves that to the agent)."
-    ).tag(config=True)
-    recall_selector = Enum(
-        ("model", "offline"), default_value="model",
-        help="Who picks prefetched memories: the small model, or an offline ranking of "
-        "their descriptions (no model call).",
-    ).tag(config=True)
-    cjk_trigger = Bool(
-        False, help="Let unspaced Chinese/Japanese questions trigger prefetch (the reference "
-        "skips them as single words)."
-    ).tag(config=True)
-    wait_for_prefetch = Bool(
-        False, help="Wait for prefetched memories before the first model call (the reference "
-        "does not, so an answer without tools misses them)."
-    ).tag(config=True)
-    agents_md = Bool(False, help="Also read AGENTS.md files as instructions.").tag(config=True)
-    extraction = Bool(
-        True, help="After a turn whose answer used no tool, let a restricted background "
-        "agent save durable facts as memories."
-    ).tag(config=True)
-    extraction_every = Int(1, help="Run extraction every N eligible turns.").tag(config=True)
-    extraction_share_tools = Bool(
-        False, help="Send the extraction agent the full tool list (shares the cached prefix; "
-        "the tool layer still refuses everything outside its sandbox)."
-    ).tag(config=True)
-    approval_mode = Bool(
-        False, help="Extracted memories wait in a pending area until you accept them "
-        "(%memory pending)."
-    ).tag(config=True)
-    auto_compact = Bool(
-        True, help="Compact the conversation automatically before a request that would "
-        "pass the autocompact level."
-    ).tag(config=True)
-    microcompact_idle_minutes = Float(
-        60.0, help="Clear old tool outputs when the agent has been idle this long (the "
-        "prompt cache is cold anyway)."
-    ).tag(config=True)
-    session_memory = Bool(
-        True, help="Keep rolling session notes in the background; compaction uses them "
-        "first, with no model call."
-    ).tag(config=True)
-    cell_output_cap = Int(
-        2000, help="Characters of each code cell's output passed to the agent."
-    ).tag(config=True)
+
+#: The core's settings as traits, declared once in ``AgentConfig`` (agent/session.py).
+AgentSettings = type("AgentSettings", (Configurable,),
+                     {s.name: _trait(s) for s in user_settings()})
+
+
+@magics_class
+class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
+    """The agent's settings (``%config Agent``) and the ``%%agent`` magic.
+
+    Every core setting comes from ``AgentConfig``; ``auto_resume`` and ``replay_match``
+    are the notebook front end's own.
+    """
+
     auto_resume = Bool(
         True, help="After a kernel restart, the first agent turn continues the conversation "
         "saved in the notebook's agent cells (cells above the one being run)."
@@ -157,6 +131,7 @@ class Agent(Magics):
         self._resume_checked: Any = None
         self._env_replay_done = False
         self._agent_sessions: dict[str, Any] = {}
+        self._models_noted: set[str] = set()  # unknown model names already warned about
 
     @default("model")
     def _default_model(self) -> str:
@@ -166,28 +141,19 @@ class Agent(Magics):
     def _default_small_model(self) -> str:
         return default_small_model()
 
+    @validate("context_window")
+    def _check_context_window(self, proposal: Any) -> int:
+        value = int(proposal["value"])
+        if value and value < MIN_CONTEXT_WINDOW:
+            raise TraitError(
+                f"Agent.context_window {value:,} is too small: use 0 (the model's own window) "
+                f"or at least {MIN_CONTEXT_WINDOW:,}, so that the compaction levels stay above "
+                "what every request carries."
+            )
+        return value
+
     def agent_config(self) -> AgentConfig:
-        return AgentConfig(
-            model=self.model,
-            small_model=self.small_model,
-            max_tokens=self.max_tokens,
-            max_turns=self.max_turns,
-            permission_mode=self.permission_mode,
-            recall_mode=self.recall_mode,
-            maintain_index=self.maintain_index,
-            extra_instruction_names=("AGENTS.md",) if self.agents_md else (),
-            cell_output_cap=self.cell_output_cap,
-            cjk_trigger=self.cjk_trigger,
-            recall_selector=self.recall_selector,
-            extraction=self.extraction,
-            extraction_every=self.extraction_every,
-            extraction_share_tools=self.extraction_share_tools,
-            approval_mode=self.approval_mode,
-            auto_compact=self.auto_compact,
-            microcompact_idle_minutes=self.microcompact_idle_minutes,
-            session_memory=self.session_memory,
-            wait_for_prefetch=self.wait_for_prefetch,
-        )
+        return AgentConfig(**{s.name: getattr(self, s.name) for s in user_settings()})
 
     def session(self) -> Any:
         session = session_for(self.shell, self.agent_config())
@@ -291,7 +257,7 @@ class Agent(Magics):
             try:
                 session = self.agent_session(agent_name)
             except JupyterMemoryError as exc:
-                raise UsageError(f"jupyter-memory: {exc}") from None
+                raise UsageError(f"%agent --agent {agent_name}: {exc}") from None
         else:
             session = self.session()
             self._maybe_auto_resume(session, line, cell)
@@ -299,6 +265,7 @@ class Agent(Magics):
             client = session.make_client()
         except NoModelConfigured as exc:
             raise UsageError(str(exc)) from None
+        self._note_unknown_model(session.config.model)
         preamble = self._cells_since_last_turn()
         view = _TerminalView() if is_terminal(self.shell) else _StreamView()
         ctx = session.tool_context(namespace=self._namespace())
@@ -330,6 +297,13 @@ class Agent(Magics):
             raise UsageError(result.error or "The turn failed; see the session log.")
         if problem is not None:  # background work of the turn (extraction) was refused
             raise UsageError(problem)
+
+    def _note_unknown_model(self, model: str) -> None:
+        """Say once per model name, on standard error, that the budgets guess its window."""
+        note = unknown_model_note(model)
+        if note is not None and model not in self._models_noted:
+            self._models_noted.add(model)
+            print(f"Note: {note}", file=sys.stderr)
 
     # ------------------------------------------------------------ sessions
 

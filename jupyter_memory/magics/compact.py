@@ -131,6 +131,11 @@ class CompactMagics(Magics):
             f"Levels: warning {th['warning']:,} · autocompact {th['autocompact']:,} · "
             f"blocking {th['blocking']:,} (effective window {th['effective']:,} of "
             f"{th['window']:,}).",
+        ]
+        if data.get("model_window"):
+            lines.append(f"The window of {th['window']:,} is set by Agent.context_window "
+                         f"({data['model']}'s own is {data['model_window']:,}).")
+        lines += [
             f"Compactions this session: {data['compactions']}; undo available: "
             f"{data['undo_available']}.",
         ]

@@ -10,6 +10,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
+from jupyter_memory.commands import error_line
 from jupyter_memory.context.assemble import render_text
 
 
@@ -47,7 +48,10 @@ class ContextMagics(Magics):
         Counts are offline estimates until the agent has answered once; after that the
         real usage of the last response is used, as the reference does.
         """
-        args = parse_argstring(self.context, line)
+        try:
+            args = parse_argstring(self.context, line)
+        except UsageError as exc:  # the one shape of errors: PROG: message
+            raise UsageError(error_line("%context", str(exc))) from None
         session = self.agent.session()
         if args.cost:
             from jupyter_memory.context.pricing import report

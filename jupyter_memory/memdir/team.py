@@ -28,6 +28,7 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
@@ -41,7 +42,7 @@ from jupyter_memory.memdir.guard import check_no_secrets
 from jupyter_memory.memdir.index import INDEX_NAME, load_for_model
 from jupyter_memory.memdir.location import MemoryLocation
 from jupyter_memory.memdir.record import Memory
-from jupyter_memory.memdir.scan import ScanCache, scan
+from jupyter_memory.memdir.scan import FileStat, ScanCache, scan
 from jupyter_memory.memdir.store import InvalidMemory, MemoryStore, WriteResult
 
 __all__ = [
@@ -268,10 +269,40 @@ def scan_all(
     own (against its own index) wherever it lives, and its files are named ``team/…``.
     """
     team_folder = folder_of(memdir) if folder is None else folder
-    private = [m for m in scan(memdir, limit=None, cache=cache) if not m.file.startswith(TEAM_PREFIX)]
-    shared = [as_team(m) for m in scan(team_folder, limit=None, cache=_cache(team_folder))]
+    if limit is None:
+        private = [m for m in scan(memdir, limit=None, cache=cache)
+                   if not m.file.startswith(TEAM_PREFIX)]
+        shared = [as_team(m) for m in scan(team_folder, limit=None, cache=_cache(team_folder))]
+        return sorted(private + shared, key=lambda m: (-m.mtime, m.file))
+    # Choose the newest ``limit`` files from the two sorted listings first, then build records
+    # for those only: a turn's manifest costs the same at 200 memories as at 10,000.
+    cache = cache if cache is not None else ScanCache()
+    team_cache = _cache(team_folder)
+    every, every_team = cache.files(memdir), team_cache.files(team_folder)
+    private_files = _newest(every, limit, skip=TEAM_PREFIX)
+    team_files = _newest(every_team, limit)
+    cache.forget_missing((e.abspath for e in every), len(every))
+    team_cache.forget_missing((e.abspath for e in every_team), len(every_team))
+    now = time.time()
+    private = cache.memories(private_files, cache.pointed(Path(memdir)), now)
+    shared = [as_team(m) for m in
+              team_cache.memories(team_files, team_cache.pointed(team_folder), now)]
     merged = sorted(private + shared, key=lambda m: (-m.mtime, m.file))
-    return merged if limit is None else merged[: max(limit, 0)]
+    return merged[: max(limit, 0)]
+
+
+def _newest(files: list[FileStat], limit: int, *, skip: str | None = None) -> list[FileStat]:
+    """The first ``limit`` of ``files`` (already newest first), leaving out names under
+    ``skip``; stops as soon as it has them."""
+    if skip is None:
+        return files[: max(limit, 0)]
+    out: list[FileStat] = []
+    for entry in files:
+        if len(out) >= limit:
+            break
+        if not entry.file.startswith(skip):
+            out.append(entry)
+    return out
 
 
 def team_path(memdir: Path, file: str) -> Path:

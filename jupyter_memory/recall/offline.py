@@ -29,8 +29,10 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
+
+from jupyter_memory.memdir.words import FUNCTION_WORDS
 
 __all__ = [
     "HYBRID_POLICY",
@@ -70,25 +72,23 @@ TOOL_WARNING_BONUS = 1.4
 # ----------------------------------------------------------------------------- tokens
 
 
-
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_STOP = _words(
+#: Words a question is made of but a memory is not about: the function words, and the
+#: greetings, fillers and task verbs people wrap a question in.
+_STOP = FUNCTION_WORDS | _words(
     """
-a about above after again all also am an and any are as at be because been before being
-below between both but by can could did do does doing done down during each else even ever
-every few for from further get gets getting give go going got had has have having he her
-here hers him his how i if in into is it its itself just let like make me might more most
-much must my myself need needs now of off on once only or other our ours out over own
-please put quite rather really said same say see she should show so some still such take
-tell than thank thanks that the their them then there these they thing things this those
-through to too try under until up us use used uses using very want wants was way we well
-were what when which while who whom why will with would yes yet you your yours
-ok okay hi hello hey anyone something anything
-add build calculate change check compute describe find give help keep know list look
-open per prepare start tell update via work write
+about above add after again all also am any anyone anything because before being below
+between both build calculate change check compute could describe doing done down during each
+else even ever every few find further get gets getting give go going got having hello help
+here hers hey hi him how if itself just keep know let like list look make me might more most
+much myself need needs now off ok okay once only open other ours out over own per please
+prepare put quite rather really said same say see show so some something start still such
+take tell thank thanks these thing things those through too try under until up update us use
+used uses using very via want wants way well what when which while who whom why work write
+yes yet yours
 """
 )
 _NEGATIONS = _words(
@@ -588,6 +588,42 @@ def _doc_of(file: str, name: str, description: str, kind: str | None) -> _Doc:
                 words)
 
 
+_Postings = dict[str, list[tuple[int, float]]]
+_COLLECTION: tuple[tuple[_Doc, ...], Counter[str], _Postings] | None = None
+
+
+def _collection(docs: tuple[_Doc, ...]) -> tuple[Counter[str], _Postings]:
+    """Document frequencies of ``docs`` and, per term, each memory's length-normalised
+    field-weighted term frequency (BM25F's ``tf``, which does not depend on the message).
+
+    Kept for the last set seen: memories change far less often than questions, and the
+    docs are cached objects, so an unchanged memdir gives the same tuple.
+    """
+    global _COLLECTION
+    last = _COLLECTION  # one read: another thread may replace it, never change it
+    if last is not None and len(last[0]) == len(docs) and all(
+            a is b for a, b in zip(last[0], docs, strict=True)):
+        return last[1], last[2]
+    df: Counter[str] = Counter()
+    for doc in docs:
+        df.update({t for f in doc.fields.values() for t in f})
+    avg = {k: max(1e-9, sum(d.lengths[k] for d in docs) / len(docs)) for k in FIELD_WEIGHTS}
+    postings: _Postings = {}
+    for i, doc in enumerate(docs):
+        terms = {t for f in doc.fields.values() for t in f}
+        for term in sorted(terms):
+            tf = 0.0
+            for name, weight in FIELD_WEIGHTS.items():
+                count = doc.fields[name][term]
+                if count:
+                    norm = 1 - B + B * doc.lengths[name] / avg[name]
+                    tf += weight * count / norm
+            if tf > 0:
+                postings.setdefault(term, []).append((i, tf))
+    _COLLECTION = (docs, df, postings)
+    return df, postings
+
+
 def _mentions_tool(doc: _Doc, tool: str) -> bool:
     if re.search(rf"\b{re.escape(tool)}\b", doc.text):
         return True
@@ -645,10 +681,7 @@ def _parts(
     ranges, rest = date_part.parse(query, now)
     q = _expand(rest if ranges else query)
     n = len(docs)
-    df: Counter[str] = Counter()
-    for doc in docs:
-        df.update({t for f in doc.fields.values() for t in f})
-    avg = {k: max(1e-9, sum(d.lengths[k] for d in docs) / n) for k in FIELD_WEIGHTS}
+    df, postings = _collection(tuple(docs))
 
     def idf(term: str) -> float:
         count = df[term]
@@ -674,25 +707,24 @@ def _parts(
         similarities = cosine(query, [(d.file, _mtime(m), _attr(m, "description") or
                                        _attr(m, "name") or d.file)
                                       for d, m in zip(docs, memories, strict=True)])
+    # BM25F through the postings of the message's terms: the work is the matches, not
+    # every memory times every term.
+    scores = [0.0] * n
+    matched_by: list[list[str]] = [[] for _ in range(n)]
+    covered_by: list[set[str]] = [set() for _ in range(n)]
+    for term, qw in q.weights.items():
+        if not df[term]:
+            continue
+        weight = qw * idf(term)
+        for i, tf in postings.get(term, ()):
+            scores[i] += weight * tf * (K1 + 1) / (K1 + tf)
+            matched_by[i].append(term)
+            covered_by[i] |= q.source[term]
     results: list[Ranked] = []
     for i, doc in enumerate(docs):
-        score = 0.0
-        matched: list[str] = []
-        covered: set[str] = set()
-        for term, qw in q.weights.items():
-            if not df[term]:
-                continue
-            tf = 0.0
-            for name, weight in FIELD_WEIGHTS.items():
-                count = doc.fields[name][term]
-                if count:
-                    norm = 1 - B + B * doc.lengths[name] / avg[name]
-                    tf += weight * count / norm
-            if tf <= 0:
-                continue
-            score += qw * idf(term) * tf * (K1 + 1) / (K1 + tf)
-            matched.append(term)
-            covered |= q.source[term]
+        score = scores[i]
+        matched = matched_by[i]
+        covered = covered_by[i]
         coverage = sum(idf(t) for t in covered) / mass
         anchored = next((t for t in anchors if t in matched), None)
         if score > 0:
@@ -724,6 +756,16 @@ def _parts(
     return _shares(results)
 
 
+def _with(r: Ranked, **changes: Any) -> Ranked:
+    """A copy of ``r`` with ``changes``: ``dataclasses.replace`` re-runs ``__init__`` and
+    was a third of a warm choice among 200 memories."""
+    state = dict(r.__dict__)
+    state.update(changes)
+    out = object.__new__(Ranked)
+    object.__setattr__(out, "__dict__", state)
+    return out
+
+
 def _mostly_cjk(text: str) -> bool:
     letters = [ch for ch in text if ch.isalpha()]
     cjk = sum(1 for ch in letters if not ch.isascii())
@@ -744,8 +786,8 @@ def _shares(results: list[Ranked]) -> list[Ranked]:
         semantic = None
         if r.similarity is not None:
             semantic = max(0.0, (r.similarity - mean) / spread) if spread > 1e-9 else 0.0
-        out.append(replace(r, lexical=round(min(lexical, 1.0), 4),
-                           semantic=None if semantic is None else round(min(semantic, 1.0), 4)))
+        out.append(_with(r, lexical=round(min(lexical, 1.0), 4),
+                         semantic=None if semantic is None else round(min(semantic, 1.0), 4)))
     return out
 
 
@@ -768,7 +810,7 @@ def fuse(parts: Sequence[Ranked], policy: Policy) -> list[Ranked]:
             score = 1.0 + score  # warnings about a tool in use come first
         if r.lexical_score <= 0 and (r.semantic or 0) <= 0 and not r.date:
             score = 0.0
-        out.append(replace(r, score=round(score, 4)))
+        out.append(_with(r, score=round(score, 4)))
     out.sort(key=lambda r: (-r.score, r.file))
     return out
 

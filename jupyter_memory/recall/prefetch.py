@@ -107,7 +107,6 @@ def skip_reason(
 # ----------------------------------------------------------------------------- shared state
 
 
-
 def _overflow_decisions(
     cache: ScanCache, memdir: Path, shown: frozenset[str]
 ) -> tuple[list[dict[str, Any]], float]:
@@ -129,15 +128,6 @@ def _overflow_decisions(
     return out, expires
 
 
-
-
-
-
-
-
-
-
-
 def _describe_error(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     message = str(getattr(exc, "message", "") or exc).strip() or type(exc).__name__
@@ -154,7 +144,9 @@ class Prefetch:
     ``status`` is ``skipped`` (the trigger rules said no), ``running``, ``done`` or
     ``failed`` (the selector or the scan failed; the turn carries on without memories).
     ``selector`` is ``"model"`` or ``"offline"``; ``request`` is the exact selector
-    request when a model was asked.
+    request when a model was asked, and ``answer`` what it answered: the input of its
+    ``select_memories`` call, ``{"selected_memories": [...]}``, before any name was checked
+    against the manifest.
     """
 
     def __init__(
@@ -174,6 +166,7 @@ class Prefetch:
         self.status = "skipped" if skip else "running"
         self.reason = skip
         self.request: dict[str, Any] | None = None
+        self.answer: dict[str, Any] | None = None
         self.recent_tools: list[str] = []
         self._session = weakref.ref(session)
         self._client = client
@@ -248,7 +241,8 @@ class Prefetch:
             return self._decisions()
 
     def to_json(self) -> dict[str, Any]:
-        """A summary for records and logs: status, selector, chosen files, the request."""
+        """A summary for records and logs: status, selector, chosen files, the request and
+        the answer."""
         with self._lock:
             return {
                 "status": self.status,
@@ -262,6 +256,7 @@ class Prefetch:
                 "unknown": list(self._unknown),
                 "attached": list(self._attached) if self._taken else [],
                 "request": self.request,
+                "answer": self.answer,
             }
 
     # ----- the run
@@ -339,7 +334,10 @@ class Prefetch:
             def on_response(response: Any) -> None:
                 charge(session, "selector", response, str(request.get("model") or ""))
 
-            answer = validate(call_selector(self._client, request, on_response), files)
+            names = call_selector(self._client, request, on_response)
+            with self._lock:
+                self.answer = {"selected_memories": list(names)}
+            answer = validate(names, files)
             with self._lock:
                 self._unknown = list(answer.dropped)
                 self._over_limit = list(answer.over_limit)

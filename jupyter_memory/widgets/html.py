@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.context.assemble import MAX_BREAKPOINTS, AssembledRequest, ContextReport
+from jupyter_memory.context.models import unknown_model_note
 from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.widgets import style
 from jupyter_memory.widgets.data import (
@@ -293,7 +294,9 @@ def decisions_html(decisions: Sequence[Mapping[str, Any]]) -> str:
 def context_facts(state: ContextState) -> list[str]:
     """The lines under the bar: levels, index usage, cache breakpoints, last cache use."""
     th = state.thresholds
-    lines = [
+    note = unknown_model_note(state.model)
+    lines = [f"Note: {note}"] if note is not None else []
+    lines += [
         f"Levels: warning {th['warning']:,} · autocompact {th['autocompact']:,} · blocking "
         f"{th['blocking']:,} (effective window {th['effective']:,}); now "
         f"{_LEVEL_WORDS.get(state.level, state.level)}."

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_memory.agent.compaction.budget import estimate_next_request, session_thresholds
+from jupyter_memory.agent.compaction.budget import (
+    estimate_next_request,
+    session_model_info,
+    session_thresholds,
+)
 from jupyter_memory.agent.compaction.core import (
     INSERTED_KINDS,
     MAX_TOO_LONG_RETRIES,
@@ -120,6 +124,7 @@ def status(session: Any) -> dict[str, Any]:
         "tokens": tokens,
         "level": th.level(tokens),
         "thresholds": th.to_json(),
+        "model_window": session_model_info(session).model_window,
         "consecutive_failures": state.consecutive_failures,
         "breaker_open": state.breaker_open,
         "last_error": state.last_error,

@@ -12,13 +12,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jupyter_memory.context.models import Thresholds, model_info, thresholds
+from jupyter_memory.context.models import ModelInfo, Thresholds, model_info, thresholds
 from jupyter_memory.context.tokens import estimate_messages
 
 
 def session_thresholds(session: Any) -> Thresholds:
     """The levels of the session's main model: the same numbers ``%context`` shows."""
-    return thresholds(model_info(session.config.model))
+    return thresholds(session_model_info(session))
+
+
+def session_model_info(session: Any) -> ModelInfo:
+    """The main model's limits, with the window ``Agent.context_window`` may set."""
+    config = session.config
+    return model_info(config.model, int(getattr(config, "context_window", 0) or 0))
 
 
 def fixed_tokens(session: Any) -> int:

@@ -83,18 +83,22 @@ class CompactionHook:
             )
         if tokens >= th.warning and not turn.extra.get("context_warned"):
             turn.extra["context_warned"] = True
+            then = (f"automatic compaction starts at {th.autocompact:,}" if self.auto else
+                    f"automatic compaction is off, and requests are refused from "
+                    f"{th.blocking:,}")
             turn.note(
                 "warning",
                 f"Context is at {tokens:,} tokens ({percent(tokens, th.window)}% of "
-                f"{th.window:,}); automatic compaction starts at {th.autocompact:,}.",
+                f"{th.window:,}); {then}.",
             )
+
+    def record_fields(self, turn: Any) -> dict[str, Any] | None:
+        made = turn.extra.get("compactions")
+        return {"compactions": [r.to_json() for r in made]} if made else None
 
     def after_turn(self, turn: Any, result: Any) -> None:
         if turn.got_response:
             state_of(self.session).last_answer_at = self.clock()
-        made = turn.extra.get("compactions")
-        if made:
-            result.record["compactions"] = [r.to_json() for r in made]
 
     # ------------------------------------------------------------------ actions
 
@@ -137,6 +141,7 @@ class CompactionHook:
                 opened = state.failed(str(exc))
                 turn.note("warning", f"Automatic compaction failed: {exc}")
                 if opened:
+                    turn.extra["breaker_noted"] = True  # said once per turn
                     turn.note("warning", _BREAKER_TEXT)
             else:
                 turn.extra.setdefault("compactions", []).append(result)

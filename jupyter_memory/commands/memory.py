@@ -1,0 +1,695 @@
+"""The memory subcommands: ``jupyter-memory SUBCOMMAND`` and ``%memory SUBCOMMAND``.
+
+Each one is declared once here, with the front ends that offer it: the shared ones
+(``path``, ``list``, ``show``, ``forget``, ``search``, ``doctor``, ``repair``, ``export``,
+``import``, ``trust``, ``team``) run the same function and print the same text in both;
+``add`` and ``index`` are the command line's; the ones that act on a notebook's running
+session (``edit``, ``why``, ``mode``, ``on``, ``off``, ``undo``, ``pending``,
+``extraction``) are the magic's.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jupyter_memory.agent.remember import DEFAULT_AGENT
+from jupyter_memory.commands.base import (
+    BOTH,
+    CLI,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    MAGIC,
+    CommandUsageError,
+    Context,
+    arg,
+    command,
+    scope_name,
+)
+from jupyter_memory.errors import JupyterMemoryError, MemoryDisabled, MemoryNotFound
+from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.freshness import age_text
+from jupyter_memory.memdir.index import load_for_model, parse_index
+from jupyter_memory.memdir.record import MEMORY_TYPES, Memory
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.extraction import ExtractionHook
+    from jupyter_memory.memdir.pending import PendingItem
+    from jupyter_memory.memdir.store import MemoryStore
+
+__all__ = ["extraction_status", "memory_table", "pending_diff", "pending_table"]
+
+SCOPE = (
+    arg("--scope", type=scope_name, default="memdir", metavar="SCOPE",
+        help="whose memory: memdir or private (the project's, the default), team (the "
+             "shared team folder), or an agent's own: user, project or local"),
+    arg("--agent", default=DEFAULT_AGENT, metavar="NAME",
+        help="the agent of --scope user|project|local (default: jupyter-memory)"),
+)
+"""Where a subcommand works: the project's memory, the team folder or an agent's memory."""
+
+NAME_HELP = "a memory's name, its file (user_role.md, team/db.md) or the file's stem"
+
+FORCE = arg("-f", "--force", "-y", "--yes", dest="force", action="store_true",
+            help="do not ask for confirmation")
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@command("path", "Show where the memory lives, which rule chose it, and whether it is on.",
+         *SCOPE, fronts=BOTH)
+def _path(ctx: Context) -> int:
+    location = ctx.location
+    enabled, reason = ctx.memory_state()
+    scope = ctx.args.scope
+    try:
+        folder = ctx.store.memdir
+    except MemoryDisabled:  # a session with memory off still says where it would be
+        folder = Path(location.memdir)
+    data = {**location.to_json(), "memdir": str(folder), "index": str(folder / "MEMORY.md"),
+            "exists": folder.is_dir(), "enabled": enabled, "reason": location.enabled_reason,
+            "scope": scope}
+    ctx.emit(data, str(folder))
+    if not ctx.json:
+        ctx.note(f"project: {location.project_root}")
+        if scope in ("memdir", "private"):
+            chosen = location.memdir_reason or location.source
+        elif scope == "team":
+            chosen = f"--scope team: {ctx.team().reason}"
+        else:
+            chosen = f"--scope {scope} --agent {ctx.args.agent}"
+        ctx.note(f"chosen by: {chosen}")
+        ctx.note(f"memory {'on' if enabled else 'off'}: {reason}")
+        for note in location.notes:
+            ctx.note(f"note: {note}")
+    return EXIT_OK
+
+
+@command(
+    "list",
+    "List memories, newest first: type, name, description, age, size, whether the index "
+    "points at it, who wrote it, and the file.",
+    arg("--type", choices=MEMORY_TYPES, help="only memories of this type"),
+    arg("--limit", type=int, default=None, metavar="N", help="show at most N memories"),
+    *SCOPE,
+    fronts=BOTH,
+)
+def _list(ctx: Context) -> int:
+    if ctx.args.limit is not None and ctx.args.limit < 0:
+        raise CommandUsageError("--limit must be 0 or more.")
+    memories = ctx.store.list()
+    if ctx.args.type:
+        memories = [m for m in memories if m.type == ctx.args.type]
+    if ctx.args.limit is not None:
+        memories = memories[: ctx.args.limit]
+    ctx.show([m.to_json() for m in memories], memory_table(memories, ctx))
+    return EXIT_OK
+
+
+@command("show", "Print one memory, whole (by name, file or file stem).",
+         arg("name", metavar="NAME", help=NAME_HELP), *SCOPE, fronts=BOTH)
+def _show(ctx: Context) -> int:
+    store = ctx.store
+    memory = store.get(ctx.args.name)
+    text = store.read(memory.file)
+    if not ctx.json:
+        ctx.note(f"{memory.path} ({age_text(memory.age_days)})")
+    ctx.emit({**memory.to_json(), "text": text}, text.rstrip("\n"))
+    return EXIT_OK
+
+
+@command(
+    "search",
+    "Find memories whose name, description or text contains TEXT (any case); each hit "
+    "shows the first place it matched.",
+    arg("text", metavar="TEXT", nargs="+", help="the text to find (several words: one phrase)"),
+    *SCOPE,
+    fronts=BOTH,
+)
+def _search(ctx: Context) -> int:
+    phrase = " ".join(ctx.args.text)
+    needle = phrase.casefold()
+    if not needle.strip():
+        raise CommandUsageError("give some text to search for.")
+    store = ctx.store
+    hits = []
+    for memory in store.list():
+        text = store.read(memory.file)
+        body = frontmatter.parse(text).body
+        first_body_line = text[: len(text) - len(body)].count("\n") + 1 if body else 1
+        fields = [
+            (f, value)
+            for f, value in (("name", memory.name), ("description", memory.description or ""))
+            if needle in value.casefold()
+        ]
+        lines = [
+            {"line": number, "text": line.strip()}
+            for number, line in enumerate(body.splitlines(), start=first_body_line)
+            if needle in line.casefold()
+        ]
+        if fields or lines:
+            hits.append((memory, fields, lines))
+    data = [
+        {**memory.to_json(), "matched": [f for f, _ in fields] + (["body"] if lines else []),
+         "lines": lines}
+        for memory, fields, lines in hits
+    ]
+    rendered = []
+    for memory, fields, lines in hits:
+        first = fields[0][1] if fields else lines[0]["text"]
+        rendered.append(f"{memory.file}: {first}")
+    ctx.emit(data, "\n".join(rendered) if rendered else f"No memory mentions {phrase!r}.")
+    return EXIT_OK if hits else EXIT_FAILED
+
+
+@command("index", "Print MEMORY.md exactly as the model receives it (after the limits).",
+         fronts=(CLI,))
+def _index(ctx: Context) -> int:
+    store = ctx.store
+    loaded = load_for_model(store.read_index())
+    data = {"path": str(store.index_path), **loaded.to_json()}
+    ctx.emit(data, loaded.text if loaded.text else None)
+    if not ctx.json and not loaded.text:
+        ctx.note(f"{store.index_path} is empty or missing.")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- changing
+
+
+@command(
+    "add",
+    "Save a new memory (body from --body or standard input).",
+    arg("--name", required=True, help="short name, e.g. revenue-in-cents"),
+    arg("--description", required=True, help="one line: what recall sees to pick it"),
+    arg("--type", required=True, choices=MEMORY_TYPES, help="kind of memory"),
+    arg("--body", help="the memory text (default: read standard input)"),
+    arg("--file", help="file name in the memdir (default: <type>_<name>.md)"),
+    arg("--hook", help="index line text (default: the description)"),
+    arg("--update", action="store_true", help="update the memory if the file already exists"),
+    arg("--scope", choices=("private", "team"), default="private",
+        help="private (your memdir, the default) or team (the shared team folder)"),
+)
+def _add(ctx: Context) -> int:
+    body = ctx.args.body
+    if body is None:
+        if ctx.stdin.isatty():
+            raise CommandUsageError(
+                "give the memory text with --body TEXT or pipe it on standard input.")
+        body = ctx.stdin.read()
+    if not body.strip():
+        raise CommandUsageError(
+            "the memory text is empty; give it with --body or on standard input.")
+    store = ctx.project_store()
+    result = store.create(
+        ctx.args.name,
+        ctx.args.description,
+        ctx.args.type,
+        body,
+        file=ctx.args.file,
+        hook=ctx.args.hook,
+        provenance="user",
+        exist_ok=ctx.args.update,
+        scope=ctx.args.scope,
+    )
+    verb = "Saved" if result.created else "Updated"
+    ctx.emit(result.to_json(), f"{verb} {store.resolve(result.file)}")
+    for message in result.messages:
+        ctx.note(message)
+    location = store.location
+    if location is not None and not location.enabled:
+        ctx.note(f"Note: auto memory is {location.enabled_reason}; the agent will not use it.")
+    return EXIT_OK
+
+
+@command("forget", "Delete a memory and its index line (asks first unless -f).",
+         arg("name", metavar="NAME", help=NAME_HELP), FORCE, *SCOPE, fronts=BOTH)
+def _forget(ctx: Context) -> int:
+    store = ctx.store
+    file = _find_for_forget(store, ctx.args.name)
+    if not ctx.args.force:
+        try:
+            description = store.get(file).description or "no description"
+        except MemoryNotFound:
+            description = "only its index line is left"
+        answer = ctx.confirm(f"Forget {file} ({description})? [y/N] ")
+        if answer is None:
+            ctx.note("Not deleted: nobody could confirm. Add -f (--force) to skip the question.")
+            return EXIT_USAGE
+        if not answer:
+            ctx.note("Kept. Nothing deleted.")
+            return EXIT_OK
+    result = store.forget(file)
+    ctx.changed(ctx.args.scope)
+    what = ("Deleted the file and its index line." if result.deleted
+            else "Removed its index line (the file was already gone).")
+    ctx.emit(result.to_json(), f"Forgot {file}. {what}")
+    for message in result.messages:
+        ctx.note(message)
+    return EXIT_OK
+
+
+def _find_for_forget(store: MemoryStore, key: str) -> str:
+    try:
+        return store.get(key).file
+    except MemoryNotFound:
+        if not key.endswith(".md"):
+            raise
+        # a pointer to a file that is gone can still be forgotten by its file name
+        if parse_index(store.read_index()).find(store.normalize(key)) is not None:
+            return store.normalize(key)
+        raise
+
+
+@command("doctor", "Check the memdir and the index for problems.",
+         *SCOPE, fronts=BOTH)
+def _doctor(ctx: Context) -> int:
+    from jupyter_memory.memdir.doctor import doctor
+
+    store = ctx.store
+    findings = doctor(store, env=ctx.env)
+    errors = sum(1 for f in findings if f.severity == "error")
+    data = {
+        "memdir": str(store.memdir),
+        "findings": [f.to_json() for f in findings],
+        "errors": errors,
+        "warnings": sum(1 for f in findings if f.severity == "warning"),
+        "infos": sum(1 for f in findings if f.severity == "info"),
+    }
+    if findings:
+        text = "\n".join(
+            f"{f.severity:<7} {f.code}: {f.message}" + (" [fixable]" if f.fixable else "")
+            for f in findings
+        )
+    else:
+        text = f"No problems found in {store.memdir}."
+    ctx.emit(data, text)
+    return EXIT_FAILED if errors else EXIT_OK
+
+
+@command(
+    "repair",
+    "Fix the index (pointers for orphan files, no dangling lines); optionally reattach "
+    "the memories of a moved project.",
+    arg("--reattach", metavar="MEMDIR", help="move the memories of this orphaned memdir here"),
+    *SCOPE,
+    fronts=BOTH,
+)
+def _repair(ctx: Context) -> int:
+    from jupyter_memory.memdir.doctor import repair
+
+    source = Path(ctx.args.reattach).expanduser() if ctx.args.reattach else None
+    report = repair(ctx.store, reattach_from=source, env=ctx.env)
+    ctx.changed(ctx.args.scope)
+    ctx.emit(report.to_json(), report.summary())
+    return EXIT_FAILED if any(f.severity == "error" for f in report.left) else EXIT_OK
+
+
+@command(
+    "export",
+    "Write the memdir as a zip, to share (default: memory-export-DATE.zip here).",
+    arg("file", metavar="FILE.zip", nargs="?", help="the zip to write"),
+    arg("-f", "--force", "-y", "--yes", dest="force", action="store_true",
+        help="replace the zip if it exists"),
+    *SCOPE,
+    fronts=BOTH,
+)
+def _export(ctx: Context) -> int:
+    from jupyter_memory.memdir.archive import export_memdir
+
+    store = ctx.store
+    if ctx.args.file:
+        dest = Path(ctx.args.file).expanduser()
+    else:
+        dest = Path(f"memory-export-{_dt.date.today().isoformat()}.zip")
+    report = export_memdir(store.memdir, dest.resolve(), overwrite=ctx.args.force)
+    ctx.emit(report.to_json(), report.summary())
+    return EXIT_OK
+
+
+@command(
+    "import",
+    "Unpack an export into the memdir (new files added, identical ones skipped, "
+    "differing ones kept unless --overwrite).",
+    arg("file", metavar="FILE.zip", help="a zip written by export"),
+    arg("--overwrite", action="store_true", help="replace files that differ"),
+    *SCOPE,
+    fronts=BOTH,
+)
+def _import(ctx: Context) -> int:
+    from jupyter_memory.memdir.archive import import_archive
+
+    report = import_archive(ctx.store, Path(ctx.args.file).expanduser(),
+                            overwrite=ctx.args.overwrite)
+    ctx.changed(ctx.args.scope)
+    ctx.emit(report.to_json(), report.summary())
+    return EXIT_OK
+
+
+@command(
+    "trust",
+    "Let a folder's .claude/ hooks and settings take effect, or list and revoke trust.",
+    arg("path", metavar="PATH", nargs="*",
+        help="the folder to trust or revoke (default: the project)"),
+    arg("--list", action="store_true", help="list the trusted folders"),
+    arg("--revoke", action="store_true", help="stop trusting PATH"),
+    fronts=BOTH,
+)
+def _trust(ctx: Context) -> int:
+    from jupyter_memory.memdir.trust import trust_command
+
+    shape = (f"use {ctx.cmd('trust [PATH]')}, {ctx.cmd('trust --list')} or "
+             f"{ctx.cmd('trust --revoke [PATH]')}.")
+    if ctx.args.list and ctx.args.revoke:
+        raise CommandUsageError(f"give either --list or --revoke, not both: {shape}")
+    if len(ctx.args.path) > 1:
+        raise CommandUsageError(f"give one folder: {shape}")
+    action = "list" if ctx.args.list else "revoke" if ctx.args.revoke else "trust"
+    if ctx.args.path:
+        folder: Path = Path(ctx.args.path[0]).expanduser()
+        if not folder.is_dir():
+            raise CommandUsageError(
+                f"{ctx.args.path[0]}: no such folder. Give the folder to {action}.")
+    else:
+        folder = ctx.project_root
+    data, text = trust_command(action, folder, ctx.env)
+    if action != "list":
+        ctx.reload(hooks=True)  # settings, memdir and imports as the new trust allows
+    ctx.emit(data, text)
+    return EXIT_OK
+
+
+@command(
+    "team",
+    "Share team memory through git: path, clone URL, status (the default), sync.",
+    arg("action", nargs="?", default="status", choices=("path", "clone", "status", "sync"),
+        help="path: where the team folder is; clone URL: share it through that git "
+             "repository; status: what is not synced yet; sync: commit, pull, push"),
+    arg("url", nargs="?", help="for clone: the address of the team's shared repository"),
+    fronts=BOTH,
+)
+def _team(ctx: Context) -> int:
+    from jupyter_memory.memdir.team import clone, status, sync
+
+    ctx.project_store()  # the magic refuses here when memory is off for the session
+    team = ctx.team()
+    action = ctx.args.action
+    if action != "clone" and ctx.args.url:
+        raise CommandUsageError(f"`team {action}` takes no URL; only `team clone URL` does.")
+    if action == "path":
+        ctx.emit(team.to_json(), str(team.folder))
+        if not ctx.json:
+            ctx.note(f"chosen by: {team.reason}")
+        return EXIT_OK
+    if action == "status":
+        state = status(team.folder, ctx.env)
+        ctx.emit(state.to_json(), state.text())
+        return EXIT_OK
+    if action == "clone":
+        if not ctx.args.url:
+            raise CommandUsageError("give the address of the team's repository: "
+                                    f"{ctx.cmd('team clone URL')}")
+        text = clone(ctx.args.url, team.folder, ctx.env)
+        ctx.reload()  # the team folder has just appeared
+        ctx.emit({"folder": str(team.folder), "url": ctx.args.url}, text)
+        return EXIT_OK
+    report = sync(team.folder, ctx.env)
+    ctx.reload()  # the sync may have brought memories and a new index
+    ctx.emit(report.to_json(), report.text())
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+# --------------------------------------------------------------------------- the session's
+
+
+@command("edit", "Open a memory's file (JupyterLab opens it; elsewhere its path is shown).",
+         arg("name", metavar="NAME", help=NAME_HELP), *SCOPE, fronts=(MAGIC,))
+def _edit(ctx: Context) -> int:
+    memory = ctx.store.get(ctx.args.name)
+    ctx.offer_file(memory.path, memory.file)
+    return EXIT_OK
+
+
+@command("why", "Why each memory is or is not in the next request.", fronts=(MAGIC,))
+def _why(ctx: Context) -> int:
+    from jupyter_memory.recall.explain import explain, render_explain
+
+    decisions = explain(ctx.session)
+    width = shutil.get_terminal_size((120, 24)).columns
+    ctx.emit(decisions, render_explain(decisions, width=width))
+    return EXIT_OK
+
+
+@command("mode", "Show or set how memories are recalled in this session.",
+         arg("mode", nargs="?", choices=("index", "prefetch"),
+             help="index: the index in every request; prefetch: pick memories per message"),
+         fronts=(MAGIC,))
+def _mode(ctx: Context) -> int:
+    session = ctx.session
+    if ctx.args.mode is None:
+        ctx.emit({"recall_mode": session.recall_mode}, f"recall mode: {session.recall_mode}")
+        return EXIT_OK
+    session.recall_override = ctx.args.mode
+    ctx.emit({"recall_mode": ctx.args.mode}, f"recall mode for this session: {ctx.args.mode}")
+    return EXIT_OK
+
+
+@command("on", "Switch memory on for this session.", fronts=(MAGIC,))
+def _on(ctx: Context) -> int:
+    session = ctx.session
+    session.memory_override = True
+    session.reset_tools()
+    where = session.location.memdir
+    ctx.emit({"enabled": True, "memdir": str(where)}, f"Memory on for this session: {where}")
+    return EXIT_OK
+
+
+@command("off", "Switch memory off for this session: no index, no recall, no memory writes.",
+         fronts=(MAGIC,))
+def _off(ctx: Context) -> int:
+    session = ctx.session
+    session.memory_override = False
+    session.reset_tools()
+    ctx.emit({"enabled": False},
+             "Memory off for this session: no index, no recall, no memory writes.")
+    return EXIT_OK
+
+
+def _hook(ctx: Context, *, create: bool = False) -> ExtractionHook | None:
+    from jupyter_memory.agent.extraction import hook_for, install
+
+    session = ctx.session
+    hook = hook_for(session)
+    if hook is None and create:
+        hook = install(session)
+    return hook
+
+
+@command("undo", "Take back what an extraction run saved (default: the latest that saved).",
+         arg("run", metavar="RUN", nargs="?", help="the run's number, as the notice shows it"),
+         fronts=(MAGIC,))
+def _undo(ctx: Context) -> int:
+    hook = _hook(ctx)
+    if hook is None:
+        raise JupyterMemoryError("the extraction agent is not running in this session, "
+                                 "so there is nothing to undo.")
+    run_id = None
+    if ctx.args.run is not None:
+        try:
+            run_id = int(ctx.args.run)
+        except ValueError:
+            raise CommandUsageError(
+                f"{ctx.args.run!r} is not a run number; use {ctx.cmd('undo 3')}.") from None
+    report = hook.undo(run_id)
+    ctx.changed()
+    ctx.emit({"run": report.run, "removed": report.removed, "restored": report.restored,
+              "kept": report.kept, "index_restored": report.index_restored}, report.summary())
+    return EXIT_OK
+
+
+@command(
+    "extraction",
+    "Show or change the background extraction agent: on, off, every N, approval on|off, "
+    "reset.",
+    arg("action", nargs="?", default="status",
+        choices=("status", "on", "off", "every", "approval", "reset"),
+        help="what to do (default: show the state, counters and recent runs)"),
+    arg("value", nargs="?", help="every: N, a whole number ≥ 1; approval: on or off"),
+    fronts=(MAGIC,),
+)
+def _extraction(ctx: Context) -> int:
+    action, value = ctx.args.action, ctx.args.value
+    if action in ("status", "on", "off", "reset") and value is not None:
+        raise CommandUsageError(f"`extraction {action}` takes no value.")
+    if action == "on":
+        hook = _hook(ctx, create=True)
+        assert hook is not None
+        hook.enabled_override = True
+        hook.reset()
+        ctx.emit({"enabled": True, "every": hook.every},
+                 f"Extraction on: after each turn that ends without a tool call "
+                 f"(every {hook.every} such turn(s)).")
+        return EXIT_OK
+    hook = _hook(ctx)
+    if hook is None:
+        raise JupyterMemoryError("the extraction agent is not registered in this session; "
+                                 f"turn it on with {ctx.cmd('extraction on')}.")
+    if action == "off":
+        hook.enabled_override = False
+        ctx.emit({"enabled": False}, "Extraction off for this session.")
+    elif action == "every":
+        try:
+            every = int(value or "")
+            if every < 1:
+                raise ValueError
+        except ValueError:
+            raise CommandUsageError(
+                f"give a whole number ≥ 1: {ctx.cmd('extraction every 2')}") from None
+        hook.every_override = every
+        ctx.emit({"every": every}, f"Extraction runs every {every} eligible turn(s).")
+    elif action == "approval":
+        if value not in ("on", "off"):
+            raise CommandUsageError(f"use {ctx.cmd('extraction approval on|off')}")
+        hook.approval_override = value == "on"
+        ctx.emit({"approval_mode": value == "on"}, "Approval mode " + (
+            f"on: extracted memories wait in {ctx.cmd('pending')}." if value == "on"
+            else "off: extracted memories are saved."))
+    elif action == "reset":
+        hook.reset()
+        ctx.emit({"broken": False},
+                 "Extraction failure count reset; the circuit breaker is closed.")
+    else:
+        status = hook.status()
+        ctx.emit(status, extraction_status(status, ctx))
+    return EXIT_OK
+
+
+@command(
+    "pending",
+    "Memories the extraction agent proposed in approval mode: list, show, edit, accept, "
+    "discard.",
+    arg("action", nargs="?", default="list",
+        choices=("list", "show", "edit", "accept", "discard"),
+        help="what to do (default: list them)"),
+    arg("id", metavar="ID", nargs="?", help="the item's id (or a unique prefix), or all"),
+    arg("-f", "--force", "-y", "--yes", dest="force", action="store_true",
+        help="accept even over a memory that changed after the item was proposed"),
+    fronts=(MAGIC,),
+)
+def _pending(ctx: Context) -> int:
+    from jupyter_memory.memdir.pending import PendingArea
+
+    store = ctx.store_for("memdir")
+    area = PendingArea(store.memdir)
+    action, target = ctx.args.action, ctx.args.id
+    if action == "list":
+        items = area.list()
+        ctx.emit([i.to_json() for i in items], pending_table(items, ctx))
+        return EXIT_OK
+    if target is None:
+        raise CommandUsageError(f"name the item: {ctx.cmd(f'pending {action} ID')} (or all)")
+    chosen = area.list() if target == "all" else [area.get(target)]
+    if action == "show":
+        ctx.emit([i.to_json() for i in chosen],
+                 "\n".join(pending_diff(item, store) for item in chosen))
+    elif action == "edit":
+        for item in chosen:
+            ctx.offer_file(item.path, f"pending {item.id} ({item.file})")
+        ctx.note(f"Accept the edited text with {ctx.cmd('pending accept ID')}.")
+    elif action == "accept":
+        lines = []
+        for item in chosen:
+            area.accept(item.id, store, force=ctx.args.force)
+            lines.append(f"Accepted {item.id}: saved {item.file}.")
+        ctx.changed()
+        ctx.emit({"accepted": [i.id for i in chosen]}, "\n".join(lines))
+    else:
+        lines = []
+        for item in chosen:
+            area.discard(item.id)
+            lines.append(f"Discarded {item.id} ({item.file}).")
+        ctx.emit({"discarded": [i.id for i in chosen]}, "\n".join(lines))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def memory_table(memories: Sequence[Memory], ctx: Context | None = None) -> str:
+    """A fixed-width table: type, name, description, age, size, indexed, written by, the
+    scope once any memory is a team one, and the file."""
+    if not memories:
+        return "No memories yet."
+    # The scope column appears once the project has team memories (SPEC §8).
+    scoped = any(m.scope != "private" for m in memories)
+    rows = [("type", "name", "description", "age", "bytes", "indexed", "by")
+            + (("scope",) if scoped else ()) + ("file",)]
+    for m in memories:
+        desc = " ".join((m.description or "").split())
+        rows.append((m.type or "-", m.name, desc if len(desc) <= 60 else desc[:59] + "…",
+                     age_text(m.age_days), str(m.bytes), "yes" if m.indexed else "NO",
+                     m.provenance or "?") + ((m.scope,) if scoped else ()) + (m.file,))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    if any(not m.indexed for m in memories):
+        repair = ctx.cmd("repair") if ctx is not None else "repair"
+        lines.append(f"indexed NO: MEMORY.md has no line for it, so index recall never shows "
+                     f"it; {repair} adds one.")
+    return "\n".join(lines)
+
+
+def pending_table(items: Sequence[PendingItem], ctx: Context) -> str:
+    """The pending area as a table: id, file, new or update, description."""
+    if not items:
+        return "No memories are waiting for approval."
+    rows = [("id", "file", "change", "description")]
+    for item in items:
+        desc = item.description()
+        rows.append((item.id, item.file, "new" if item.is_new else "update",
+                     desc if len(desc) <= 60 else desc[:59] + "…"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.append(f"\nAccept: {ctx.cmd('pending accept ID|all')}   Discard: "
+                 f"{ctx.cmd('pending discard ID|all')}   Edit first: {ctx.cmd('pending edit ID')}")
+    return "\n".join(lines)
+
+
+def pending_diff(item: PendingItem, store: MemoryStore) -> str:
+    """A pending item's text, or for an update the difference from the current memory."""
+    proposed = item.text()
+    path = store.memdir / item.file
+    if not path.is_file():
+        return f"{item.id}: new memory {item.file}\n\n{proposed}"
+    current = path.read_bytes().decode("utf-8", errors="replace")
+    diff = "".join(difflib.unified_diff(current.splitlines(keepends=True),
+                                        proposed.splitlines(keepends=True),
+                                        f"{item.file} (now)", f"{item.file} (proposed)"))
+    return f"{item.id}: update of {item.file}\n\n{diff or '(no difference)'}"
+
+
+def extraction_status(status: dict[str, Any], ctx: Context) -> str:
+    """``extraction`` as lines for people."""
+    state = "on" if status["enabled"] else "off"
+    if status["broken"]:
+        state = f"stopped by the circuit breaker ({ctx.cmd('extraction on')} restarts it)"
+    lines = [
+        f"Extraction: {state}; every {status['every']} eligible turn(s); approval mode "
+        f"{'on' if status['approval_mode'] else 'off'}.",
+        f"Runs {status['runs']}, skipped (main agent wrote memory) {status['skipped']}, "
+        f"throttled {status['throttled']}, stashed {status['stashed']}, failed "
+        f"{status['failed']} ({status['failures_in_a_row']} in a row)."
+        + (" A run is under way." if status["running"] else ""),
+    ]
+    for run in status["recent"]:
+        files = ", ".join(run["files"]) or "-"
+        extra = f" — {run['error']}" if run["error"] else ""
+        undone = " (undone)" if run["undone"] else ""
+        lines.append(f"  run {run['id']}: {run['status']}{undone}, {run['calls']} call(s), "
+                     f"files: {files}{extra}")
+    return "\n".join(lines)
