@@ -185,8 +185,11 @@ def test_large_tool_results_compact_automatically_and_the_session_continues(fake
     entries = [json.loads(x) for x in session.log.path.read_text().splitlines()]
     at = next(i for i, e in enumerate(entries) if e.get("subtype") == "compact_boundary")
     after = [e for e in entries[at + 1 :] if e["type"] == "user"]
-    assert after[0].get("isCompactSummary")  # the log mirrors the live conversation
-    assert after[1]["message"]["content"][-1]["text"] == "Now read the eighth."
+    assert after[0].get("isCompactSummary")  # the log mirrors the live conversation:
+    files = [e for e in after[1:] if e.get("isMeta")]  # the re-attached files, as sent
+    assert len(files) == len(reattached) and "big_6.txt" in json.dumps(files[0]["message"])
+    prompt = next(e for e in after[1:] if not e.get("isMeta"))
+    assert prompt["message"]["content"][-1]["text"] == "Now read the eighth."
 
     third = run_turn(session, "Are you still there?")
     assert third.ok and third.answer == "Still here."

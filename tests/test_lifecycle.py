@@ -16,6 +16,7 @@ from jupyter_memory.agent.lifecycle import HookResult, LifecycleHook
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.memdir.trust import trust_folder
+from jupyter_memory.sessions.resume import Resumed, apply_resume
 from jupyter_memory.testing.fake_api import Turn
 
 MODEL = "claude-haiku-4-5"
@@ -121,6 +122,9 @@ def test_sessionstart_after_compaction_adds_context(fake_api, project):
     last = session.messages[-1]
     assert last["_meta"]["kind"] == lifecycle.HOOK_CONTEXT_KIND
     assert "Branch: main" in last["content"][0]["text"]
+    logged = [json.loads(line) for line in session.log.path.read_text().splitlines()]
+    assert logged[-1]["isMeta"] and "Branch: main" in json.dumps(logged[-1]["message"])
+    assert logged[-2].get("isCompactSummary")  # after the boundary, as the model sees it
 
 
 # ------------------------------------------------------------------------- settings commands
@@ -212,6 +216,46 @@ def test_lifecycle_hook_runs_sessionstart_once_and_stop_after_each_turn(fake_api
     assert "The dataset is sales.parquet." in texts[1] and texts[2] == "first"
     assert {"kind": "hook", "text": "stopped after: first answer"} in first.record["events"]
     assert {"kind": "hook", "text": "stopped after: second answer"} in second.record["events"]
+
+
+def test_sessionstart_context_belongs_to_the_first_turn(fake_api, project):
+    """The model saw the SessionStart text, so the turn record and the log carry it (and a
+    resume finds it); a first turn rolled back takes it along and SessionStart runs again."""
+    session = make_session(project)
+    starts: list[str] = []
+    lifecycle.register(session, "SessionStart",
+                       lambda p: starts.append(p["source"]) or "The dataset is sales.parquet.")
+    fake_api.script([Turn(text="", fault="authentication"), Turn(text="answered")])
+    failed = run_turn(session, "first")
+    assert failed.status == "error" and session.messages == []
+    done = run_turn(session, "second")
+    assert starts == ["startup", "startup"]
+    hook_messages = [m for m in session.messages if (m.get("_meta") or {}).get("kind") == "hook_context"]
+    assert len(hook_messages) == 1
+    assert done.record["messages"][0] is hook_messages[0]
+    logged = [json.loads(line) for line in session.log.path.read_text().splitlines()]
+    assert logged[0]["isMeta"] is True
+    assert "sales.parquet" in json.dumps(logged[0]["message"]["content"])
+    assert logged[1]["message"]["content"][-1]["text"] == "second"
+
+
+def test_a_resumed_session_starts_with_source_resume(fake_api, project):
+    """Like the reference after --resume: SessionStart says the conversation continues."""
+    session = make_session(project)
+    starts: list[str] = []
+    lifecycle.register(session, "SessionStart", lambda p: starts.append(p["source"]))
+    earlier = [{"role": "user", "content": [{"type": "text", "text": "before"}]},
+               {"role": "assistant", "content": [{"type": "text", "text": "noted"}]}]
+    apply_resume(session, Resumed(source="notebook", path=project / "a.ipynb",
+                                  messages=earlier, turns=1), seed_log=False)
+    fake_api.script([Turn(text="one"), Turn(text="two")])
+    run_turn(session, "after")
+    run_turn(session, "again")
+    assert starts == ["resume"]
+    fresh = make_session(project)
+    lifecycle.register(fresh, "SessionStart", lambda p: starts.append(p["source"]))
+    one_turn(fake_api, fresh)
+    assert starts == ["resume", "startup"]
 
 
 def test_a_second_lifecycle_hook_changes_nothing(fake_api, project):

@@ -224,6 +224,12 @@ def test_compaction_restarts_the_conversation_at_what_it_left(tmp_path: Path, fa
     again = conversation_from_notebook(save(nb, tmp_path / "auto.ipynb"))
     assert again.messages == fresh.messages and again.turns == 2
 
+    # From the log: the prompt after the boundary counts as a turn, though rebuilding
+    # merges it with the summary into one user message.
+    from_log = conversation_from_log(session.log.path)
+    assert from_log.compacted and from_log.turns == 1
+    assert len(from_log.messages) == 2 and "and now?" in json.dumps(from_log.messages[0])
+
 
 def test_bad_paths_are_explained(tmp_path: Path) -> None:
     session = make_session(tmp_path / "p")

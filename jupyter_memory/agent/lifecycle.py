@@ -17,8 +17,8 @@ only in a folder the person trusted (``trust.py``); elsewhere they are skipped a
 first event of the session reports that once, saying how to trust. The user's own
 ``settings.json`` is always trusted.
 
-Events: ``SessionStart`` (source ``startup`` or ``compact``; text becomes context for the
-model), ``PreCompact`` (trigger ``manual`` or ``auto``; text is added to the summary
+Events: ``SessionStart`` (source ``startup``, ``resume`` when the session continues a
+saved conversation, or ``compact``; text becomes context for the model), ``PreCompact`` (trigger ``manual`` or ``auto``; text is added to the summary
 instructions; may block the compaction), ``PostCompact`` (sees the summary; text is shown
 to the person) and ``Stop`` (after each turn; text is shown to the person). Commands
 are read from the settings once per session, like the reference's snapshot at startup,
@@ -53,6 +53,7 @@ MAX_OUTPUT_CHARS = 10_000
 _REGISTRY = "_jupyter_memory_lifecycle"
 _COMMANDS = "_jupyter_memory_hook_commands"
 _STARTED = "_jupyter_memory_session_started"
+_SOURCE = "_jupyter_memory_session_source"  # "resume" once a saved conversation was resumed
 _SKIPPED = "_jupyter_memory_hooks_skipped"  # the notice about untrusted project hooks
 _SKIP_SHOWN = "_jupyter_memory_hooks_skip_shown"
 
@@ -116,6 +117,12 @@ def unregister(session: Any, event: str, fn: HookFunction) -> bool:
         hooks.remove(fn)
         return True
     return False
+
+
+def mark_resumed(session: Any) -> None:
+    """Note that ``session`` continues a saved conversation: its first SessionStart gets
+    source ``resume`` instead of ``startup``, as the reference's does after ``--resume``."""
+    setattr(session, _SOURCE, "resume")
 
 
 def registered(session: Any, event: str) -> list[HookFunction]:
@@ -339,8 +346,12 @@ def context_message(outcome: HookOutcome) -> dict[str, Any] | None:
 class LifecycleHook:
     """A turn hook that runs SessionStart before the first turn and Stop after each turn.
 
-    SessionStart output becomes a context message just before the first prompt; Stop
-    output and any hook errors are shown in the turn's events.
+    SessionStart's source is ``startup``, or ``resume`` for a session that continues a
+    saved conversation (:func:`mark_resumed`). Its output becomes a context message just
+    before the first prompt, and belongs to that turn: the turn record and the session log
+    carry it (the model saw it, so a resume must find it), and a turn that is rolled back
+    takes it along, so SessionStart runs again before the next turn. Stop output and any
+    hook errors are shown in the turn's events.
     """
 
     def __init__(self, session: Any) -> None:
@@ -356,7 +367,8 @@ class LifecycleHook:
         if self.started:
             return
         setattr(self.session, _STARTED, True)
-        outcome = run(self.session, "SessionStart", {"source": "startup"}, match="startup")
+        source = str(getattr(self.session, _SOURCE, None) or "startup")
+        outcome = run(self.session, "SessionStart", {"source": source}, match=source)
         for error in outcome.errors:
             turn.note("warning", error)
         message = context_message(outcome)
@@ -366,11 +378,16 @@ class LifecycleHook:
         first = turn.added[0] if turn.added else None
         at = next((i for i, m in enumerate(messages) if m is first), len(messages))
         messages.insert(at, message)
+        turn.added.insert(0, message)  # part of this turn: recorded, logged, rolled back
+        turn.extra["session_start_message"] = message
 
     def after_turn(self, turn: Any, result: Any) -> None:
         if turn.extra.get("stop_hooks_ran"):
             return
         turn.extra["stop_hooks_ran"] = True
+        started = turn.extra.get("session_start_message")
+        if started is not None and not any(m is started for m in self.session.messages):
+            setattr(self.session, _STARTED, False)  # rolled back: start again next turn
         outcome = run(
             self.session, "Stop",
             {"last_assistant_message": result.answer, "status": result.status},

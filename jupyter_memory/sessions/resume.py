@@ -327,17 +327,28 @@ def conversation_from_log(path: Path) -> Resumed:
         raise ResumeError(f"{path} is a folder; give a session log (.jsonl) file.") from None
     conv = rebuild_conversation(entries, include_meta=True)
     summary_index = next((i for i, m in enumerate(conv.meta) if m.is_compact_summary), None)
-    prompts = sum(
-        1 for m, meta in zip(conv, conv.meta, strict=True)
-        if m["role"] == "user" and not meta.synthetic and not meta.is_compact_summary
-        and any(b.get("type") == "text" for b in m["content"])
-    )
+    # Counted by log entry: rebuilding merges the summary with the prompt after it (roles
+    # must alternate), and that prompt still began a turn.
+    by_uuid = {e.get("uuid"): e for e in entries}
+    kept = [by_uuid.get(u) for meta in conv.meta if not meta.synthetic for u in meta.uuids]
+    prompts = sum(1 for e in kept if e is not None and _is_prompt(e))
     return Resumed(
         source="log", path=path, messages=list(conv), turns=prompts,
         session_ids=[conv.session_id] if conv.session_id else [],
         compacted=conv.boundary is not None, summary=conv.summary, summary_index=summary_index,
         cleanups=dict(conv.cleanups), skipped=dict(conv.skipped), interrupted=conv.interrupted,
     )
+
+
+def _is_prompt(entry: Mapping[str, Any]) -> bool:
+    """A log entry in which the person wrote something (not a tool result, a summary or
+    text the harness added)."""
+    if entry.get("type") != "user" or entry.get("isMeta") or entry.get("isCompactSummary"):
+        return False
+    content = (entry.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    return any(isinstance(b, Mapping) and b.get("type") == "text" for b in content or [])
 
 
 def load_conversation(path: Path, *, before_source: str | None = None) -> Resumed:
@@ -378,7 +389,7 @@ def notebook_for(session: Any, user_ns: Mapping[str, Any] | None = None) -> Path
 def apply_resume(session: Any, resumed: Resumed, *, seed_log: bool = True) -> None:
     """Make ``resumed`` the session's conversation.
 
-    Stored usage is not carried over (it describes the old context; trusting it would
+    The session's first SessionStart hooks then get source ``resume``. Stored usage is not carried over (it describes the old context; trusting it would
     trigger an immediate compaction). With ``seed_log``, the session's own JSONL log
     starts with the resumed conversation, as a new root, so a later resume from the log
     finds the whole conversation.
@@ -386,6 +397,9 @@ def apply_resume(session: Any, resumed: Resumed, *, seed_log: bool = True) -> No
     session.messages[:] = copy.deepcopy(resumed.messages)
     session.turn_count = resumed.turns
     session.last_usage = None
+    from jupyter_memory.agent import lifecycle
+
+    lifecycle.mark_resumed(session)  # its SessionStart hooks get source "resume"
     log = getattr(session, "log", None)
     if seed_log and log is not None and log in session.hooks and resumed.messages:
         _seed(log.writer(), resumed)

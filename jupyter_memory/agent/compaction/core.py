@@ -245,7 +245,9 @@ def compact(
     boundary["post_tokens"] = post_tokens
     if memory is not None:
         memory.conversation_replaced(post_tokens)
-    warnings += _log(session, trigger, pre_tokens, text, kept)
+    # After the boundary the log holds what the model sees next, as the conversation does.
+    after = [*kept, *(r.message for r in restored), *([hook_msg] if hook_msg is not None else [])]
+    warnings += _log(session, trigger, pre_tokens, text, after)
 
     post = lifecycle.run(
         session, "PostCompact",
@@ -276,10 +278,12 @@ def compact(
 def _log(
     session: Any, trigger: str, pre_tokens: int, text: str, kept: list[dict[str, Any]]
 ) -> list[str]:
-    """Write the boundary and summary to the JSONL log, then the messages kept verbatim.
+    """Write the boundary and summary to the JSONL log, then ``kept``: the messages kept
+    verbatim, the re-attached files and the SessionStart hook's context.
 
-    Resuming a log starts after its last boundary, so kept messages are written again
-    there. A log that cannot be written is reported, not fatal: the compaction stands.
+    Resuming a log starts after its last boundary, so all of them are written there
+    (kept messages again), and a resume finds what the model saw after the compaction.
+    A log that cannot be written is reported, not fatal: the compaction stands.
     """
     log = getattr(session, "log", None)
     if log is None:
