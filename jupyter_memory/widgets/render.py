@@ -61,7 +61,9 @@ def _footer(record: dict[str, Any]) -> str:
     ctx = record.get("context") or {}
     bits = [f"turn {record.get('turn', '?')}", record.get("model", "")]
     if usage:
-        bits.append(usage_text(usage))
+        simulated = any(row.get("simulated") for row in record.get("cost") or []
+                        if isinstance(row, dict) and row.get("kind") == "main")
+        bits.append(usage_text(usage) + (" (simulated: the local server)" if simulated else ""))
     if ctx.get("window"):
         bits.append(f"context {ctx.get('used', 0):,} / {ctx['window']:,}")
     written = record.get("memories_written") or []
