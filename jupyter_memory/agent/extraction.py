@@ -618,6 +618,9 @@ class ExtractionHook:
 
     def _extract(self, request: _Request, run: ExtractionRun) -> None:
         session = self.session
+        if session.memdir is None:  # memory was switched off since the turn asked for this run
+            run.status, run.ended = "nothing", now_iso()
+            return
         memdir = Path(session.memdir)
         approval = self.approval_mode
         area = None
