@@ -176,6 +176,8 @@ class Session:
     turn_count: int = 0
     recall_override: str | None = None
     memory_override: bool | None = None
+    #: The date requests carry instead of today's (a replay pins the recorded day).
+    today_override: str | None = None
     #: Objects with optional ``before_turn(turn)``, ``before_call(turn, round)``,
     #: ``record_fields(turn)`` and ``after_turn(turn, result)`` methods (agent/hooks.py),
     #: called by ``agent.run_turn`` in order.
@@ -469,7 +471,7 @@ class Session:
         )
 
     def today(self) -> str:
-        return _dt.date.today().isoformat()
+        return self.today_override or _dt.date.today().isoformat()
 
     def request_state(self, messages: list[dict[str, Any]] | None = None) -> RequestState:
         memdir = self.memdir

@@ -998,7 +998,8 @@ class Replayer:
                 session.notebook = str(adopted)
         if session.log is not None:
             self._swap_log(session.log, _replay_log(session))
-        session.today = lambda: self._today  # an instance attribute shadows the method
+        self._saved["today_override"] = session.today_override
+        session.today_override = self._today
         session.reload()  # the memory store takes the new session id
         session.client_factory = self._make_client
         session.hooks.append(self)
@@ -1018,8 +1019,7 @@ class Replayer:
             session.hooks.remove(self)
         if self._saved["log"] is not None and session.log is not self._saved["log"]:
             self._swap_log(session.log, self._saved["log"])
-        if "today" in vars(session):
-            del session.today
+        session.today_override = self._saved.get("today_override")
         if "notebook" in self._saved:
             session.notebook = self._saved["notebook"]
         if session.session_id != self._saved["session_id"]:
@@ -1163,7 +1163,7 @@ class Replayer:
             self._turn_mismatches = len(self.mismatches)
         recorded = self._recorded_turn()
         if recorded and recorded.get("today"):
-            self._today = str(recorded["today"])
+            self._today = self.session.today_override = str(recorded["today"])
 
     def before_call(self, turn: Any, round_index: int) -> None:
         _settle_prefetch(turn, round_index)
