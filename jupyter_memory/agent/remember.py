@@ -104,7 +104,8 @@ def scope_store(session: Any, scope: str = "memdir", agent: str = DEFAULT_AGENT)
     With auto memory off, agent scopes have no effect either (SPEC §8), so they are
     refused with the same message.
     """
-    if session.store is None:
+    memdir = session.memdir
+    if session.store is None or memdir is None:
         follows = "" if scope == "memdir" else ", and agent-scoped memory follows it"
         raise MemoryDisabled(
             f"Memory is off for this project ({session.location.enabled_reason}){follows}. "
@@ -119,7 +120,7 @@ def scope_store(session: Any, scope: str = "memdir", agent: str = DEFAULT_AGENT)
             raise ConfigError("This session has no team folder; team memory needs the "
                               "project's memory store (see docs/team.md).")
         return team
-    folder = scope_dir(scope, memdir=session.memdir, project_root=session.project_root,
+    folder = scope_dir(scope, memdir=memdir, project_root=session.project_root,
                        agent=agent, env=session.env)
     return MemoryStore(folder, session_id=session.session_id, maintain_index=True)
 

@@ -369,7 +369,7 @@ def notebook_for(session: Any, user_ns: Mapping[str, Any] | None = None) -> Path
     from jupyter_memory.notebook_path import current_notebook_path
 
     path = current_notebook_path(user_ns)
-    if path is None and getattr(session, "notebook", None):
+    if path is None and session.notebook:
         path = Path(session.notebook)
     return Path(path) if path is not None else None
 
