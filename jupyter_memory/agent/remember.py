@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.context import prompts
 from jupyter_memory.errors import ConfigError, MemoryDisabled
@@ -33,6 +33,9 @@ from jupyter_memory.memdir.markdown import fence_flags
 from jupyter_memory.memdir.record import MEMORY_TYPES
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
 from jupyter_memory.memdir.words import FUNCTION_WORDS
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 __all__ = [
     "DEFAULT_AGENT",
@@ -98,7 +101,7 @@ def scope_dir(
     return Path(project_root) / ".claude" / folder / agent
 
 
-def scope_store(session: Any, scope: str = "memdir", agent: str = DEFAULT_AGENT) -> MemoryStore:
+def scope_store(session: Session, scope: str = "memdir", agent: str = DEFAULT_AGENT) -> MemoryStore:
     """The store of ``scope`` for ``session``; refuses when auto memory is off.
 
     With auto memory off, agent scopes have no effect either (SPEC §8), so they are
@@ -624,7 +627,7 @@ The text:
 
 
 def remember_with_agent(
-    session: Any,
+    session: Session,
     client: Any,
     store: MemoryStore,
     body: str,

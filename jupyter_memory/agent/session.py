@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.client import SharedClient
 from jupyter_memory.context import prompts
@@ -32,6 +32,10 @@ from jupyter_memory.context.models import default_model, default_small_model
 from jupyter_memory.context.pricing import CostLedger
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import ConfigError
+
+if TYPE_CHECKING:
+    from jupyter_memory.recall.session_view import RecallSession
+    from jupyter_memory.transcript.mirror import LoggedSession
 
 RECALL_MODES = ("index", "prefetch")
 RECALL_SELECTORS = ("model", "offline")
@@ -517,3 +521,11 @@ def default_cwd(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     return Path(env.get("PWD") or os.getcwd())
 
+
+
+if TYPE_CHECKING:
+    # The layers below the agent describe what they read of a session as protocols
+    # (recall/session_view.py, transcript/mirror.py). mypy checks here that a Session
+    # satisfies them, so a renamed or retyped attribute fails the type check, not a turn.
+    def _views_of(session: Session) -> tuple[RecallSession, LoggedSession]:
+        return session, session

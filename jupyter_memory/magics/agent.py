@@ -15,7 +15,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -41,6 +41,9 @@ from jupyter_memory.sessions.resume import (
     resume_session,
 )
 from jupyter_memory.widgets.render import tool_line, turn_bundle
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 #: How often the streaming view is redrawn, in seconds.
 REDRAW_EVERY = 0.25
@@ -300,7 +303,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         except JupyterMemoryError as exc:
             raise UsageError(str(exc)) from None
 
-    def _new(self, session: Any) -> None:
+    def _new(self, session: Session) -> None:
         """Start a new session in this kernel: what a kernel restart does for the agent
         (new session id, empty conversation, recording or replay stopped), while the
         kernel's variables stay. The memory is on disk, so it carries over."""
@@ -320,7 +323,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         print(f"Started a new agent session; the previous one ({old_id}) ended{note}. The "
               "memory carries over; the conversation starts empty.")
 
-    def _resume(self, session: Any, path: str | None) -> None:
+    def _resume(self, session: Session, path: str | None) -> None:
         current = record.controller(session)
         if current is not None:
             kind = current.kind
@@ -335,7 +338,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         for note in resumed.notes:
             print(f"Note: {note}.")
 
-    def _record(self, session: Any, target: str | None) -> None:
+    def _record(self, session: Session, target: str | None) -> None:
         current = record.controller(session)
         if target == "off":
             if isinstance(current, record.Recorder):
@@ -353,7 +356,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         print(f"Recording every model exchange to {self._shown(path)}; replay it with "
               f"%agent replay {self._shown(path)}.")
 
-    def _replay(self, session: Any, target: str | None, *, strict: bool = False) -> None:
+    def _replay(self, session: Session, target: str | None, *, strict: bool = False) -> None:
         if target == "off":
             current = record.controller(session)
             if isinstance(current, record.Replayer):
@@ -364,7 +367,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             return
         self._start_replay(session, self._path_arg(session, target), strict=strict)
 
-    def _start_replay(self, session: Any, path: str | Path, *, from_env: bool = False,
+    def _start_replay(self, session: Session, path: str | Path, *, from_env: bool = False,
                       strict: bool = False) -> None:
         had = len(session.messages)
         match = record.match_mode(strict, self.replay_match)
@@ -384,7 +387,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             print(f"The conversation so far ({had} messages) was replaced by the one the "
                   "recording started from.")
 
-    def _path_arg(self, session: Any, target: str | None) -> Path:
+    def _path_arg(self, session: Session, target: str | None) -> Path:
         if target:
             return Path(target).expanduser()
         notebook = notebook_for(session, self._user_ns)
@@ -398,7 +401,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         except ValueError:
             return str(path)
 
-    def _status(self, session: Any) -> str:
+    def _status(self, session: Session) -> str:
         notebook = notebook_for(session, self._user_ns)
         controller = record.controller(session)
         memdir = session.memdir
@@ -415,7 +418,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         ]
         return "\n".join(lines)
 
-    def _maybe_auto_resume(self, session: Any, line: str, cell: str | None) -> None:
+    def _maybe_auto_resume(self, session: Session, line: str, cell: str | None) -> None:
         """On a fresh kernel's first turn, continue the conversation the notebook holds."""
         if not self.auto_resume or self._resume_checked is session:
             return
@@ -505,7 +508,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         return ["The person ran these notebook cells since your last turn:\n\n" + "\n\n".join(cells)]
 
 
-def _log_file(session: Any) -> str:
+def _log_file(session: Session) -> str:
     """Where the session's turns are written (a replay writes to a file of its own)."""
     log = getattr(session, "log", None)
     if log is None or log not in session.hooks:
@@ -517,7 +520,7 @@ def _log_file(session: Any) -> str:
 RECORD_REPLAY_WAIT_SECONDS = 120.0
 
 
-def _wait_for_background(session: Any, timeout: float) -> None:
+def _wait_for_background(session: Session, timeout: float) -> None:
     from jupyter_memory.agent.extraction import hook_for
 
     hook = hook_for(session)
@@ -525,7 +528,7 @@ def _wait_for_background(session: Any, timeout: float) -> None:
         hook.wait(timeout)
 
 
-def _background_running(session: Any) -> bool:
+def _background_running(session: Session) -> bool:
     """Whether work the turn started (extraction) is still running as the cell ends."""
     from jupyter_memory.agent.extraction import hook_for
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.memdir.scan import ScanCache
+from jupyter_memory.recall.session_view import RecallSession
 
 __all__ = ["last_prefetch", "remember_prefetch", "scan_cache"]
 
@@ -30,7 +31,7 @@ def scan_cache(memdir: Path) -> ScanCache:
         return cache
 
 
-def remember_prefetch(session: Any, prefetch: Any) -> None:
+def remember_prefetch(session: RecallSession, prefetch: Any) -> None:
     """Keep ``prefetch`` as the session's latest (a few sessions at most)."""
     key = str(getattr(session, "session_id", id(session)))
     with _STATE_LOCK:
@@ -40,7 +41,7 @@ def remember_prefetch(session: Any, prefetch: Any) -> None:
             _LAST.popitem(last=False)
 
 
-def last_prefetch(session: Any) -> Any:
+def last_prefetch(session: RecallSession) -> Any:
     """The most recent prefetch started for ``session`` (for ``%memory why``)."""
     key = str(getattr(session, "session_id", id(session)))
     with _STATE_LOCK:

@@ -10,18 +10,21 @@ estimated offline.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.context.models import Thresholds, model_info, thresholds
 from jupyter_memory.context.tokens import estimate_messages
 
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
-def session_thresholds(session: Any) -> Thresholds:
+
+def session_thresholds(session: Session) -> Thresholds:
     """The levels of the session's main model: the same numbers ``%context`` shows."""
     return thresholds(model_info(session.config.model))
 
 
-def fixed_tokens(session: Any) -> int:
+def fixed_tokens(session: Session) -> int:
     """Estimated cost of everything in a request that is not the conversation."""
     assembled = session.assemble([])
     return sum(part.tokens for part in assembled.parts)
@@ -34,7 +37,7 @@ def _last_assistant(messages: Sequence[dict[str, Any]]) -> int | None:
     return None
 
 
-def estimate_next_request(session: Any) -> int:
+def estimate_next_request(session: Session) -> int:
     """Tokens the next request of ``session`` will take as input, best known value."""
     messages = session.messages
     usage = session.last_usage
