@@ -43,6 +43,7 @@ from jupyter_memory.sessions.resume import (
 from jupyter_memory.widgets.render import tool_line, turn_bundle
 
 if TYPE_CHECKING:
+    from jupyter_memory.agent.definitions import AgentSession
     from jupyter_memory.agent.session import Session
 
 #: How often the streaming view is redrawn, in seconds.
@@ -128,7 +129,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         super().__init__(**kwargs)
         self._resume_checked: Any = None
         self._env_replay_done = False
-        self._agent_sessions: dict[str, Any] = {}
+        self._agent_sessions: dict[str, AgentSession] = {}
 
     @default("model")
     def _default_model(self) -> str:
@@ -141,7 +142,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
     def agent_config(self) -> AgentConfig:
         return AgentConfig(**{s.name: getattr(self, s.name) for s in user_settings()})
 
-    def session(self) -> Any:
+    def session(self) -> Session:
         session = session_for(self.shell, self.agent_config())
         if not self._env_replay_done and os.environ.get(record.REPLAY_ENV):
             self._env_replay_done = True
@@ -152,7 +153,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             session = session_for(self.shell, self.agent_config())
         return session
 
-    def agent_session(self, name: str) -> Any:
+    def agent_session(self, name: str) -> AgentSession:
         """The session of the agent defined in ``.claude/agents/NAME.md`` (one per kernel).
 
         It shares the main session's folder and model client (so record and replay cover
@@ -162,7 +163,8 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
 
         main = self.session()
         session = self._agent_sessions.get(name)
-        if session is None or session.config != session.agent.config_for(self.agent_config()):
+        if (session is None or session.agent is None
+                or session.config != session.agent.config_for(self.agent_config())):
             definition = load_agent(main.project_root, name, env=main.env)
             # Derived from the main session's id, so a replayed notebook (which restores
             # that id from its recording) gives the agent the same id as when recorded.
@@ -239,6 +241,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         if not prompt:
             raise UsageError("Write a message for the agent: %agent QUESTION, or %%agent "
                              "with the message in the cell body.")
+        session: Session
         if agent_name is not None:
             try:
                 session = self.agent_session(agent_name)
