@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from sessions import make_session
 
 from jupyter_memory.agent import extraction
 from jupyter_memory.agent.extraction import (
@@ -20,7 +21,7 @@ from jupyter_memory.agent.extraction import (
     install,
 )
 from jupyter_memory.agent.loop import TurnEvents, run_turn
-from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session import Session
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.pending import PendingArea
 from jupyter_memory.testing.fake_api import ToolCall, Turn
@@ -94,7 +95,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def session(project: Path) -> Session:
-    return Session(project, config=AgentConfig.from_env(max_retries=0))
+    return make_session(project)
 
 
 @pytest.fixture
