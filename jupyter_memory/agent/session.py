@@ -34,8 +34,13 @@ from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import ConfigError
 
 if TYPE_CHECKING:
+    from jupyter_memory.agent.tools.base import ToolContext, ToolRegistry
+    from jupyter_memory.context.instructions import InstructionSet
+    from jupyter_memory.memdir.location import MemoryLocation
+    from jupyter_memory.memdir.store import MemoryStore
+    from jupyter_memory.memdir.team import TeamLocation
     from jupyter_memory.recall.session_view import RecallSession
-    from jupyter_memory.transcript.mirror import LoggedSession
+    from jupyter_memory.transcript.mirror import LoggedSession, SessionLog
 
 RECALL_MODES = ("index", "prefetch")
 RECALL_SELECTORS = ("model", "offline")
@@ -197,16 +202,17 @@ class Session:
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser().resolve()
-        self._location: Any = None
-        self._store: Any = None
-        self._instructions: Any = None
-        self._registry: Any = None
-        self._tool_context: Any = None
+        # _location and _instructions are set by reload() below, before anything reads them.
+        self._location: MemoryLocation
+        self._instructions: InstructionSet
+        self._store: MemoryStore | None = None
+        self._registry: ToolRegistry | None = None
+        self._tool_context: ToolContext | None = None
         self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
-        self._team: Any = None
+        self._team: TeamLocation | None = None
         self._team_index: IndexPart | None = None
         self._client = SharedClient()
-        self.log: Any = None
+        self.log: SessionLog | None = None
         if self.config.log_transcript:
             from jupyter_memory.transcript.mirror import SessionLog
 
@@ -317,7 +323,7 @@ class Session:
         return self._snapshot
 
     @property
-    def location(self) -> Any:
+    def location(self) -> MemoryLocation:
         return self._location
 
     @property
@@ -339,7 +345,7 @@ class Session:
         return Path(self._location.memdir) if self.memory_enabled else None
 
     @property
-    def store(self) -> Any:
+    def store(self) -> MemoryStore | None:
         """The ``MemoryStore`` of this project's memdir, or None when memory is off."""
         if not self.memory_enabled:
             return None
@@ -376,7 +382,7 @@ class Session:
         return self._team_index
 
     @property
-    def instructions(self) -> Any:
+    def instructions(self) -> InstructionSet:
         return self._instructions
 
     def index_part(self) -> IndexPart | None:
@@ -439,14 +445,14 @@ class Session:
     # ------------------------------------------------------------------ tools
 
     @property
-    def tools(self) -> Any:
+    def tools(self) -> ToolRegistry:
         if self._registry is None:
             from jupyter_memory.agent.tools import default_registry
 
             self._registry = default_registry()
         return self._registry
 
-    def tool_context(self, **kwargs: Any) -> Any:
+    def tool_context(self, **kwargs: Any) -> ToolContext:
         """The tool context of this session (created once; kwargs update it)."""
         from jupyter_memory.agent.tools import PermissionPolicy, ToolContext
 
