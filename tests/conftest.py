@@ -7,10 +7,16 @@ would point at a real model or a real memdir are removed.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+    from shell_helpers import MakeIp
 
 pytest_plugins = ["jupyter_memory.testing.pytest_plugin"]
 
@@ -82,8 +88,9 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 def shell(tmp_path_factory: pytest.TempPathFactory):
     """The process's one real IPython shell, with history in memory (no file in any home).
 
-    ``InteractiveShell.instance()`` is a singleton, so every test module shares it; each
-    module's ``ip`` fixture loads the extension and resets the agent state around a test.
+    ``InteractiveShell.instance()`` is a singleton, so every test module shares it; the
+    ``ip`` fixture (built with ``make_ip``) loads the extension and resets the agent state
+    around a test.
     """
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
@@ -92,6 +99,44 @@ def shell(tmp_path_factory: pytest.TempPathFactory):
     config = Config()
     config.HistoryManager.hist_file = ":memory:"
     return InteractiveShell.instance(config=config)
+
+
+@pytest.fixture
+def make_ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+            ) -> Iterator[MakeIp]:
+    """Make the real IPython shell ready: the extension loaded and fresh agent state.
+
+    ``make_ip(project=None, *, memdir=None, config=())``: the kernel's working folder is
+    ``project`` (default ``tmp_path/proj``, created if missing); ``JUPYTER_MEMORY_DIR`` is
+    ``memdir`` (default ``tmp_path/mem``); each line of ``config`` is run as ``%config``
+    after loading. The agent state is forgotten before loading and again at teardown.
+    A module whose shell needs more (another magic, a setting, a clean-up) builds its own
+    ``ip`` on this one.
+    """
+    from jupyter_memory.magics import load_ipython_extension
+    from jupyter_memory.magics.state import forget_state
+
+    def make(project: Path | None = None, *, memdir: Path | None = None,
+             config: Iterable[str] = ()) -> InteractiveShell:
+        project = tmp_path / "proj" if project is None else project
+        project.mkdir(parents=True, exist_ok=True)
+        monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem" if memdir is None else memdir))
+        monkeypatch.chdir(project)
+        forget_state(shell)
+        load_ipython_extension(shell)
+        for line in config:
+            shell.run_line_magic("config", line)
+        return shell
+
+    yield make
+    forget_state(shell)
+
+
+@pytest.fixture
+def ip(make_ip: MakeIp) -> InteractiveShell:
+    """The real IPython shell with the extension loaded and fresh agent state, in
+    ``tmp_path/proj`` with the memdir ``tmp_path/mem`` (see :func:`make_ip`)."""
+    return make_ip()
 
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
+
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import CapturedIO, capture_output
+
+
+class MakeIp(Protocol):
+    """The ``make_ip`` fixture of tests/conftest.py: the shell, made ready for a test."""
+
+    def __call__(self, project: Path | None = None, *, memdir: Path | None = None,
+                 config: Iterable[str] = ()) -> InteractiveShell: ...
 
 
 def run(shell: InteractiveShell, code: str) -> CapturedIO:

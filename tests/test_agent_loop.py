@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
+from sessions import make_session
 
 from jupyter_memory.agent.client import make_client
 from jupyter_memory.agent.loop import TurnEvents, run_turn
-from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session import AgentConfig
 from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints, digest
 from jupyter_memory.context.request_parts import request_body
 from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
@@ -25,11 +26,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root.mkdir()
     monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
     return root
-
-
-def make_session(project: Path, **config) -> Session:
-    cfg = AgentConfig.from_env(max_retries=0, **config)
-    return Session(project, config=cfg)
 
 
 def check_consistent(messages: list[dict]) -> None:

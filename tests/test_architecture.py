@@ -2,6 +2,10 @@
 
 `make test` also runs `lint-imports` (the layer contracts in pyproject.toml). grimp reads every
 import statement, including those inside functions, so a cycle cannot hide in a late import.
+Imports under ``if TYPE_CHECKING:`` never run, so the cycle check leaves them out: a module of
+the agent layer or above may name ``Session`` in its annotations without making a cycle. The
+layer rule still counts them (lint-imports, and the check below): a module below the agent
+never names its classes, not even for the type checker (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -67,11 +71,28 @@ def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 
 def test_no_import_cycles() -> None:
-    graph = grimp.build_graph("jupyter_memory")
+    graph = grimp.build_graph("jupyter_memory", exclude_type_checking_imports=True)
     cycles = _cycles(graph)
     assert cycles == [], "import cycles (imports inside functions count):\n" + "\n".join(
         " <-> ".join(c) for c in cycles
     )
+
+
+BELOW_THE_AGENT = ("memdir", "transcript", "context", "recall")
+AGENT_AND_ABOVE = ("agent", "sessions", "widgets", "magics", "cli", "server", "demo")
+
+
+def test_layers_below_the_agent_do_not_name_it_even_for_types() -> None:
+    graph = grimp.build_graph("jupyter_memory")  # type-checking imports included
+    wrong = []
+    for layer in BELOW_THE_AGENT:
+        package = f"jupyter_memory.{layer}"
+        for importer in sorted({package} | graph.find_descendants(package)):
+            for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+                parts = imported.split(".")
+                if parts[0] == "jupyter_memory" and len(parts) > 1 and parts[1] in AGENT_AND_ABOVE:
+                    wrong.append(f"{importer} -> {imported}")
+    assert wrong == [], "a layer below the agent imports a higher one:\n" + "\n".join(wrong)
 
 
 def test_few_modules_at_the_package_root() -> None:

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import fails, run
+from shell_helpers import MakeIp, fails, run
 
 from jupyter_memory.agent.compaction import CLEARED_MARKER, SUMMARY_REQUEST_HEAD, SUMMARY_SECTIONS
-from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.compact import CompactMagics, parse_line
-from jupyter_memory.magics.state import forget_state, state_for
+from jupyter_memory.magics.state import state_for
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 from jupyter_memory.widgets.compaction import COMPACTION_MIME, compaction_breakdown
 
@@ -23,19 +22,11 @@ SUMMARY = ("<analysis>private notes</analysis>\n<summary>\n1. Primary request an
 
 
 @pytest.fixture
-def ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
+def ip(make_ip: MakeIp) -> InteractiveShell:
+    shell = make_ip(config=["Agent.model = 'claude-haiku-4-5'", "Agent.permission_mode = 'ask'"])
     agent = shell.magics_manager.registry["Agent"]
     shell.register_magics(CompactMagics(shell=shell, agent=agent))
-    shell.run_line_magic("config", "Agent.model = 'claude-haiku-4-5'")
-    shell.run_line_magic("config", "Agent.permission_mode = 'ask'")
-    yield shell
-    forget_state(shell)
+    return shell
 
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from sessions import make_session as shared_session
 
 from jupyter_memory.agent.compaction import (
     CLEARED_MARKER,
@@ -51,7 +52,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def make_session(project: Path, hook: bool = True, **hook_args) -> Session:
-    session = Session(project, config=AgentConfig.from_env(model=MODEL, max_retries=0))
+    session = shared_session(project, model=MODEL)
     # Sessions install a default CompactionHook; swap it for one configured by the test.
     session.hooks[:] = [h for h in session.hooks if not isinstance(h, CompactionHook)]
     if hook:

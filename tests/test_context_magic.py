@@ -3,27 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
-from IPython.core.interactiveshell import InteractiveShell
 from shell_helpers import run
 
-from jupyter_memory.magics import load_ipython_extension
-from jupyter_memory.magics.state import forget_state
 from jupyter_memory.testing.fake_api import Turn, estimate_request_tokens
-
-
-@pytest.fixture
-def ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
-    yield shell
-    forget_state(shell)
 
 
 def test_count_wins_over_the_last_usage_once_a_turn_has_happened(ip, fake_api):

@@ -7,10 +7,13 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from sessions import make_session
 
+from jupyter_memory.agent import extraction
 from jupyter_memory.agent.extraction import (
     EXTRACTION_TOOLS,
     ExtractionHook,
@@ -18,7 +21,7 @@ from jupyter_memory.agent.extraction import (
     install,
 )
 from jupyter_memory.agent.loop import TurnEvents, run_turn
-from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session import Session
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.pending import PendingArea
 from jupyter_memory.testing.fake_api import ToolCall, Turn
@@ -92,7 +95,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def session(project: Path) -> Session:
-    return Session(project, config=AgentConfig.from_env(max_retries=0))
+    return make_session(project)
 
 
 @pytest.fixture
@@ -433,6 +436,33 @@ def test_three_failures_open_the_breaker(session, hook, router, fake_api):
     assert result.record["background"] == [] and notices[3].items == []
     hook.reset()
     assert not hook.broken
+
+
+
+def test_memory_switched_off_before_the_run_starts_saves_nothing_and_is_no_failure(
+        session, hook, router, fake_api, monkeypatch):
+    """The turn asks for a run while memory is on; the person switches memory off before the
+    background thread gets going. The run finds no memdir: it ends with nothing saved, and
+    is not counted as a failure towards the breaker (it used to fail on ``Path(None)``)."""
+    held: list[Any] = []
+
+    class HeldThread:
+        def __init__(self, target: Any, args: tuple[Any, ...], **_: Any) -> None:
+            held.append((target, args))
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(extraction, "threading", SimpleNamespace(Thread=HeldThread))
+    router.main.append(Turn(text="a"))
+    turn(session, "one")
+    assert len(held) == 1
+    session.memory_override = False
+    target, args = held[0]
+    target(*args)
+    assert router.extract_bodies == []
+    assert hook.failures == 0 and not hook.running
+    assert [r.status for r in hook.runs] == ["nothing"]
 
 
 # ----------------------------------------------------------------------------- settings

@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
+from sessions import make_session as shared_session
 
 from jupyter_memory.agent import lifecycle
 from jupyter_memory.agent.compaction import SUMMARY_REQUEST_HEAD, CompactionBlocked, compact
 from jupyter_memory.agent.lifecycle import HookResult, LifecycleHook
 from jupyter_memory.agent.loop import run_turn
-from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session import Session
 from jupyter_memory.memdir.trust import trust_folder
 from jupyter_memory.sessions.resume import Resumed, apply_resume
 from jupyter_memory.testing.fake_api import Turn
@@ -32,8 +34,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def make_session(project: Path) -> Session:
-    return Session(project, config=AgentConfig.from_env(model=MODEL, max_retries=0))
+make_session = partial(shared_session, model=MODEL)
 
 
 def settings_hooks(project: Path, hooks: dict, name: str = "settings.json") -> None:

@@ -11,11 +11,9 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from shell_helpers import fails, run
+from shell_helpers import MakeIp, fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME
-from jupyter_memory.magics import load_ipython_extension
-from jupyter_memory.magics.state import forget_state
 from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
 
 
@@ -29,16 +27,9 @@ def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def ip(shell: InteractiveShell, tmp_path: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch):
+def ip(make_ip: MakeIp, memdir: Path) -> InteractiveShell:
     """The real IPython shell with the extension loaded and fresh agent state."""
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
-    shell.run_line_magic("config", "Agent.permission_mode = 'ask'")
-    yield shell
-    forget_state(shell)
+    return make_ip(memdir=memdir, config=["Agent.permission_mode = 'ask'"])
 
 
 

@@ -6,15 +6,19 @@ from __future__ import annotations
 import io
 import json
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from sessions import make_session as shared_session
+from shell_helpers import MakeIp
 
 from jupyter_memory.agent.compaction import compact
 from jupyter_memory.agent.extraction import hook_for
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
-from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session import Session
 from jupyter_memory.agent.session_notes import session_memory_for
 from jupyter_memory.cli.app import main as cli
 from jupyter_memory.context.pricing import (
@@ -138,10 +142,8 @@ def _turns(fake_api: Any, session: Session, n: int) -> tuple[Router, list[dict[s
     return router, records
 
 
-def _session(project: Path) -> Session:
-    return Session(project, config=AgentConfig.from_env(
-        max_retries=0, recall_mode="prefetch", model="claude-sonnet-5-5",
-        small_model="claude-haiku-4-5"))
+_session = partial(shared_session, recall_mode="prefetch", model="claude-sonnet-5-5",
+                   small_model="claude-haiku-4-5")
 
 
 def test_every_call_of_real_turns_is_charged_by_kind_and_labelled_simulated(fake_api, project):
@@ -265,19 +267,9 @@ def test_cli_explains_a_missing_or_broken_notebook(tmp_path):
 
 
 @pytest.fixture
-def ip(shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from jupyter_memory.magics import load_ipython_extension
-    from jupyter_memory.magics.state import forget_state
-
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
+def ip(make_ip: MakeIp, monkeypatch: pytest.MonkeyPatch) -> InteractiveShell:
     monkeypatch.delenv("JUPYTER_MEMORY_EXTRACTION", raising=False)  # conftest turns it off
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
-    yield shell
-    forget_state(shell)
+    return make_ip()
 
 
 def test_context_cost_magic_prices_the_live_session_and_matches_the_saved_cells(ip, fake_api, tmp_path):

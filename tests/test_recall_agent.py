@@ -13,10 +13,12 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sessions import make_session as shared_session
 
 from jupyter_memory import recall
 from jupyter_memory.agent.loop import run_turn
@@ -36,9 +38,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def make_session(project: Path, **config: Any) -> Session:
-    config.setdefault("recall_mode", "prefetch")
-    return Session(project, config=AgentConfig.from_env(max_retries=0, **config))
+make_session = partial(shared_session, recall_mode="prefetch")
 
 
 def add(session: Session, name: str, description: str, body: str, kind: str = "project") -> str:

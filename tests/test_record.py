@@ -11,6 +11,8 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
+from sessions import make_session as shared_session
+from shell_helpers import MakeIp
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
@@ -36,9 +38,8 @@ INDEX = "- [Revenue in cents](project_cents.md) — sales.revenue holds cents\n"
 
 def make_session(folder: Path, extra_env: dict[str, str] | None = None, **config) -> Session:
     """A session whose project is ``folder`` and whose memdir is ``folder/memory``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, JUPYTER_MEMORY_DIR=str(folder / "memory"), **(extra_env or {}))
-    return Session(folder, config=AgentConfig.from_env(env, **config), env=env)
+    return shared_session(folder, memdir=folder / "memory", env={**os.environ, **(extra_env or {})},
+                          **config)
 
 
 def seed_memory(folder: Path) -> Path:
@@ -462,15 +463,9 @@ def test_default_path_is_beside_the_notebook(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def ip(make_ip: MakeIp, tmp_path: Path) -> InteractiveShell:
     project = tmp_path / "proj"
-    seed_memory(project)
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(project / "memory"))
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
-    yield shell
-    forget_state(shell)
+    return make_ip(project, memdir=seed_memory(project))
 
 
 def run(shell: InteractiveShell, code: str):

@@ -13,10 +13,11 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import fails, run
+from sessions import make_session as shared_session
+from shell_helpers import MakeIp, fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
-from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session import Session
 from jupyter_memory.context.assemble import digest, wire_messages
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.state import forget_state
@@ -42,9 +43,8 @@ CENTS = (
 
 
 def make_session(folder: Path, **config) -> Session:
-    folder.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, JUPYTER_MEMORY_DIR=str(folder / "memory"))
-    return Session(folder, config=AgentConfig.from_env(env, **config), env=env)
+    """A session whose project is ``folder`` and whose memdir is ``folder/memory``."""
+    return shared_session(folder, memdir=folder / "memory", **config)
 
 
 def seed_memory(folder: Path) -> None:
@@ -339,15 +339,10 @@ def test_transcript_list_previews_the_question_not_the_cells_before_it(tmp_path:
 
 
 @pytest.fixture
-def ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def ip(make_ip: MakeIp, tmp_path: Path) -> InteractiveShell:
     project = tmp_path / "proj"
     seed_memory(project)
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(project / "memory"))
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
-    yield shell
-    forget_state(shell)
+    return make_ip(project, memdir=project / "memory")
 
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from shell_helpers import fails, run
+from IPython.core.interactiveshell import InteractiveShell
+from sessions import make_session
+from shell_helpers import MakeIp, fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
-from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.context.pricing import report
 from jupyter_memory.sessions.sandbox import SandboxError, sandbox_of, stop_sandbox, use_sandbox
 
@@ -21,7 +23,7 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
     root = tmp_path / "proj"
     root.mkdir()
-    s = Session(root, config=AgentConfig.from_env(max_retries=0))
+    s = make_session(root)
     yield s
     stop_sandbox(s)
 
@@ -75,21 +77,12 @@ def test_bad_requests_say_what_to_do(session, tmp_path):
 
 
 @pytest.fixture
-def ip(shell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from jupyter_memory.magics import load_ipython_extension
-    from jupyter_memory.magics.state import forget_state, state_for
+def ip(make_ip: MakeIp) -> Iterator[InteractiveShell]:
+    from jupyter_memory.magics.state import state_for
 
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
+    shell = make_ip()
     yield shell
     stop_sandbox(state_for(shell).session)
-    forget_state(shell)
 
 
 def test_sandbox_magic_switches_in_one_line(ip):

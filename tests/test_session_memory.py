@@ -8,10 +8,11 @@ from collections import deque
 from pathlib import Path
 
 import pytest
+from sessions import make_session as shared_session
 
 from jupyter_memory.agent.compaction import SUMMARY_REQUEST_HEAD, compact
 from jupyter_memory.agent.loop import run_turn
-from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session import Session
 from jupyter_memory.agent.session_notes import (
     KEEP_MAX_TOKENS,
     KEEP_MIN_TEXT_MESSAGES,
@@ -43,8 +44,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def make_session(project: Path, enabled: bool = True) -> tuple[Session, SessionMemory]:
-    cfg = AgentConfig.from_env(model=MODEL, small_model=SMALL, max_retries=0)
-    session = Session(project, config=cfg)
+    session = shared_session(project, model=MODEL, small_model=SMALL)
     memory = SessionMemory(session, enabled=enabled)
     # Replace the default (switched off by the test environment) with this one.
     session.hooks[:] = [memory if isinstance(h, SessionMemory) else h for h in session.hooks]

@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import fails, run
+from shell_helpers import MakeIp, fails, run
 
-from jupyter_memory.magics import load_ipython_extension
-from jupyter_memory.magics.state import forget_state
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -29,14 +27,8 @@ def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def ip(shell: InteractiveShell, tmp_path: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch):
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
-    yield shell
-    forget_state(shell)
+def ip(make_ip: MakeIp, memdir: Path) -> InteractiveShell:
+    return make_ip(memdir=memdir)
 
 
 def text(cap) -> str:

@@ -6,17 +6,17 @@ import io
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import fails, run
+from shell_helpers import MakeIp, fails, run
 
 from jupyter_memory.agent import lifecycle
 from jupyter_memory.cli import app as cli
 from jupyter_memory.errors import ConfigError
-from jupyter_memory.magics import load_ipython_extension
-from jupyter_memory.magics.state import forget_state, state_for
+from jupyter_memory.magics.state import state_for
 from jupyter_memory.memdir import trust
 
 
@@ -131,14 +131,9 @@ def test_untrusted_env_overrides_every_record(project: Path, monkeypatch) -> Non
 
 
 @pytest.fixture
-def ip(shell: InteractiveShell, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    monkeypatch.chdir(project)
-    forget_state(shell)
+def ip(make_ip: MakeIp, project: Path) -> Iterator[InteractiveShell]:
     old = trust.set_prompter(None)
-    load_ipython_extension(shell)
-    yield shell
-    forget_state(shell)
+    yield make_ip(project)
     trust.set_prompter(old)
 
 

@@ -12,8 +12,9 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from sessions import make_session
 
-from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import count_breakpoints
 from jupyter_memory.context.tokens import Usage
@@ -58,7 +59,7 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
     user_dir.mkdir(parents=True, exist_ok=True)
     (user_dir / "CLAUDE.md").write_text("Answer in short sentences.\n")
     (project / "CLAUDE.md").write_text("# Project rules\nUse polars, never pandas.\n")
-    sess = Session(project, config=AgentConfig.from_env(max_retries=0))
+    sess = make_session(project)
     store = sess.store
     store.create("revenue in cents", "sales.revenue is stored in integer cents", "project",
                  "Divide by 100 before showing revenue.")

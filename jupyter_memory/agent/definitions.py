@@ -24,13 +24,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.context.assemble import RequestState
 from jupyter_memory.errors import ConfigError, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.basedir import config_base
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.tools.base import ToolRegistry
+    from jupyter_memory.memdir.store import MemoryStore
 
 __all__ = ["MEMORY_SCOPES", "AgentDefinition", "AgentSession", "find_agents", "load_agent"]
 
@@ -192,7 +196,7 @@ class AgentSession(Session):
         return None
 
     @property
-    def store(self) -> Any:
+    def store(self) -> MemoryStore | None:
         memdir = self.memdir
         if memdir is None:
             return None
@@ -204,7 +208,7 @@ class AgentSession(Session):
         return self._store
 
     @property
-    def tools(self) -> Any:
+    def tools(self) -> ToolRegistry:
         if self._registry is None:
             from jupyter_memory.agent.tools import default_registry
 

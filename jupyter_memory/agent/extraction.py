@@ -43,7 +43,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.tools import PermissionPolicy, ToolContext, ToolRegistry, ToolResult
 from jupyter_memory.context.assemble import assemble
@@ -57,6 +57,9 @@ from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.scan import manifest, scan
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
 from jupyter_memory.recall.state import scan_cache
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 __all__ = [
     "BREAKER_LIMIT",
@@ -281,7 +284,7 @@ team index `team/MEMORY.md` is kept for you: do not edit it. Nothing secret or p
 goes into `team/`."""
 
 
-def _nested_team(session: Any, memdir: Path) -> Any:
+def _nested_team(session: Session, memdir: Path) -> Any:
     """The team folder's store when it is ``<memdir>/team`` (the only team folder the
     sandboxed extraction agent can reach), else None."""
     team_dir = getattr(session, "team_dir", None)
@@ -391,7 +394,7 @@ class ExtractionHook:
     """
 
     def __init__(
-        self, session: Any, *, max_calls: int = MAX_CALLS, breaker_limit: int = BREAKER_LIMIT
+        self, session: Session, *, max_calls: int = MAX_CALLS, breaker_limit: int = BREAKER_LIMIT
     ) -> None:
         self.session = session
         self.max_calls = max_calls
@@ -618,6 +621,9 @@ class ExtractionHook:
 
     def _extract(self, request: _Request, run: ExtractionRun) -> None:
         session = self.session
+        if session.memdir is None:  # memory was switched off since the turn asked for this run
+            run.status, run.ended = "nothing", now_iso()
+            return
         memdir = Path(session.memdir)
         approval = self.approval_mode
         area = None
@@ -837,12 +843,12 @@ def _inside(raw: str, root: Path, real_memdir: str) -> bool:
     return path == real_memdir or path.startswith(real_memdir.rstrip(os.sep) + os.sep)
 
 
-def hook_for(session: Any) -> ExtractionHook | None:
+def hook_for(session: Session) -> ExtractionHook | None:
     """The session's extraction hook, if one is registered."""
     return next((h for h in session.hooks if isinstance(h, ExtractionHook)), None)
 
 
-def install(session: Any) -> ExtractionHook:
+def install(session: Session) -> ExtractionHook:
     """Register an extraction hook on ``session`` (once) and return it."""
     hook = hook_for(session)
     if hook is None:

@@ -33,10 +33,13 @@ import re
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import META_KEY
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 EVENTS = ("SessionStart", "PreCompact", "PostCompact", "Stop")
 #: Events whose hooks may refuse what is about to happen.
@@ -101,7 +104,7 @@ def _check_event(event: str) -> None:
         raise ValueError(f"unknown lifecycle event {event!r}; use one of {', '.join(EVENTS)}")
 
 
-def register(session: Any, event: str, fn: HookFunction) -> HookFunction:
+def register(session: Session, event: str, fn: HookFunction) -> HookFunction:
     """Run ``fn(payload)`` at ``event`` in ``session``; returns ``fn`` (decorator-friendly)."""
     _check_event(event)
     if not callable(fn):
@@ -110,7 +113,7 @@ def register(session: Any, event: str, fn: HookFunction) -> HookFunction:
     return fn
 
 
-def unregister(session: Any, event: str, fn: HookFunction) -> bool:
+def unregister(session: Session, event: str, fn: HookFunction) -> bool:
     """Remove ``fn`` from ``event``; False when it was not registered."""
     hooks = _registry(session).get(event, [])
     if fn in hooks:
@@ -119,18 +122,18 @@ def unregister(session: Any, event: str, fn: HookFunction) -> bool:
     return False
 
 
-def mark_resumed(session: Any) -> None:
+def mark_resumed(session: Session) -> None:
     """Note that ``session`` continues a saved conversation: its first SessionStart gets
     source ``resume`` instead of ``startup``, as the reference's does after ``--resume``."""
     setattr(session, _SOURCE, "resume")
 
 
-def registered(session: Any, event: str) -> list[HookFunction]:
+def registered(session: Session, event: str) -> list[HookFunction]:
     _check_event(event)
     return list(_registry(session).get(event, []))
 
 
-def _registry(session: Any) -> dict[str, list[HookFunction]]:
+def _registry(session: Session) -> dict[str, list[HookFunction]]:
     reg = getattr(session, _REGISTRY, None)
     if reg is None:
         reg = {}
@@ -141,7 +144,7 @@ def _registry(session: Any) -> dict[str, list[HookFunction]]:
 # ----------------------------------------------------------------------------- settings
 
 
-def command_hooks(session: Any) -> list[CommandHook]:
+def command_hooks(session: Session) -> list[CommandHook]:
     """The shell hooks of ``session``'s settings files, read once and then kept."""
     cached = getattr(session, _COMMANDS, None)
     if cached is None:
@@ -150,7 +153,7 @@ def command_hooks(session: Any) -> list[CommandHook]:
     return list(cached)
 
 
-def reload_hooks(session: Any) -> list[CommandHook]:
+def reload_hooks(session: Session) -> list[CommandHook]:
     """Read the settings files again (after the person edited their hooks or trusted the
     folder)."""
     setattr(session, _COMMANDS, None)
@@ -158,13 +161,13 @@ def reload_hooks(session: Any) -> list[CommandHook]:
     return command_hooks(session)
 
 
-def skipped_notice(session: Any) -> str | None:
+def skipped_notice(session: Session) -> str | None:
     """The line saying which project hooks were skipped as untrusted, or None."""
     command_hooks(session)
     return getattr(session, _SKIPPED, None)
 
 
-def _load_commands(session: Any) -> list[CommandHook]:
+def _load_commands(session: Session) -> list[CommandHook]:
     from jupyter_memory.memdir.settings import load_settings
 
     settings = load_settings(session.project_root, session.env)
@@ -208,7 +211,7 @@ def matches(matcher: str, value: str | None) -> bool:
 # ----------------------------------------------------------------------------- running
 
 
-def base_payload(session: Any, event: str) -> dict[str, Any]:
+def base_payload(session: Session, event: str) -> dict[str, Any]:
     """Fields every hook receives, named as the reference names them."""
     log = getattr(session, "log", None)
     return {
@@ -220,7 +223,7 @@ def base_payload(session: Any, event: str) -> dict[str, Any]:
 
 
 def run(
-    session: Any, event: str, payload: Mapping[str, Any] | None = None, *, match: str | None = None
+    session: Session, event: str, payload: Mapping[str, Any] | None = None, *, match: str | None = None
 ) -> HookOutcome:
     """Run every hook of ``event``; ``match`` is the value command matchers test.
 
@@ -290,7 +293,7 @@ def _from_json(data: Mapping[str, Any]) -> tuple[str | None, bool, str | None]:
 
 
 def _run_command(
-    session: Any, hook: CommandHook, payload: Mapping[str, Any], outcome: HookOutcome
+    session: Session, hook: CommandHook, payload: Mapping[str, Any], outcome: HookOutcome
 ) -> None:
     env = {**os.environ, **dict(session.env or {}), "CLAUDE_PROJECT_DIR": str(session.project_root)}
     who = f"command {hook.command!r} ({hook.source} settings)"
@@ -354,7 +357,7 @@ class LifecycleHook:
     hook errors are shown in the turn's events.
     """
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Session) -> None:
         self.session = session
 
     @property

@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.context import prompts
 from jupyter_memory.errors import ConfigError, MemoryDisabled
@@ -33,6 +33,9 @@ from jupyter_memory.memdir.markdown import fence_flags
 from jupyter_memory.memdir.record import MEMORY_TYPES
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
 from jupyter_memory.memdir.words import FUNCTION_WORDS
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 __all__ = [
     "DEFAULT_AGENT",
@@ -98,13 +101,14 @@ def scope_dir(
     return Path(project_root) / ".claude" / folder / agent
 
 
-def scope_store(session: Any, scope: str = "memdir", agent: str = DEFAULT_AGENT) -> MemoryStore:
+def scope_store(session: Session, scope: str = "memdir", agent: str = DEFAULT_AGENT) -> MemoryStore:
     """The store of ``scope`` for ``session``; refuses when auto memory is off.
 
     With auto memory off, agent scopes have no effect either (SPEC §8), so they are
     refused with the same message.
     """
-    if session.store is None:
+    memdir = session.memdir
+    if session.store is None or memdir is None:
         follows = "" if scope == "memdir" else ", and agent-scoped memory follows it"
         raise MemoryDisabled(
             f"Memory is off for this project ({session.location.enabled_reason}){follows}. "
@@ -119,7 +123,7 @@ def scope_store(session: Any, scope: str = "memdir", agent: str = DEFAULT_AGENT)
             raise ConfigError("This session has no team folder; team memory needs the "
                               "project's memory store (see docs/team.md).")
         return team
-    folder = scope_dir(scope, memdir=session.memdir, project_root=session.project_root,
+    folder = scope_dir(scope, memdir=memdir, project_root=session.project_root,
                        agent=agent, env=session.env)
     return MemoryStore(folder, session_id=session.session_id, maintain_index=True)
 
@@ -623,7 +627,7 @@ The text:
 
 
 def remember_with_agent(
-    session: Any,
+    session: Session,
     client: Any,
     store: MemoryStore,
     body: str,

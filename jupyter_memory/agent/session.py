@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.client import SharedClient
 from jupyter_memory.context import prompts
@@ -36,6 +36,15 @@ from jupyter_memory.context.models import (
 from jupyter_memory.context.pricing import CostLedger
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import ConfigError
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.tools.base import ToolContext, ToolRegistry
+    from jupyter_memory.context.instructions import InstructionSet
+    from jupyter_memory.memdir.location import MemoryLocation
+    from jupyter_memory.memdir.store import MemoryStore
+    from jupyter_memory.memdir.team import TeamLocation
+    from jupyter_memory.recall.session_view import RecallSession
+    from jupyter_memory.transcript.mirror import LoggedSession, SessionLog
 
 RECALL_MODES = ("index", "prefetch")
 RECALL_SELECTORS = ("model", "offline")
@@ -190,6 +199,8 @@ class Session:
     turn_count: int = 0
     recall_override: str | None = None
     memory_override: bool | None = None
+    #: The date requests carry instead of today's (a replay pins the recorded day).
+    today_override: str | None = None
     #: Objects with optional ``before_turn(turn)``, ``before_call(turn, round)``,
     #: ``record_fields(turn)`` and ``after_turn(turn, result)`` methods (agent/hooks.py),
     #: called by ``agent.run_turn`` in order.
@@ -205,16 +216,17 @@ class Session:
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser().resolve()
-        self._location: Any = None
-        self._store: Any = None
-        self._instructions: Any = None
-        self._registry: Any = None
-        self._tool_context: Any = None
+        # _location and _instructions are set by reload() below, before anything reads them.
+        self._location: MemoryLocation
+        self._instructions: InstructionSet
+        self._store: MemoryStore | None = None
+        self._registry: ToolRegistry | None = None
+        self._tool_context: ToolContext | None = None
         self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
-        self._team: Any = None
+        self._team: TeamLocation | None = None
         self._team_index: IndexPart | None = None
         self._client = SharedClient()
-        self.log: Any = None
+        self.log: SessionLog | None = None
         if self.config.log_transcript:
             from jupyter_memory.transcript.mirror import SessionLog
 
@@ -325,7 +337,7 @@ class Session:
         return self._snapshot
 
     @property
-    def location(self) -> Any:
+    def location(self) -> MemoryLocation:
         return self._location
 
     @property
@@ -347,7 +359,7 @@ class Session:
         return Path(self._location.memdir) if self.memory_enabled else None
 
     @property
-    def store(self) -> Any:
+    def store(self) -> MemoryStore | None:
         """The ``MemoryStore`` of this project's memdir, or None when memory is off."""
         if not self.memory_enabled:
             return None
@@ -384,7 +396,7 @@ class Session:
         return self._team_index
 
     @property
-    def instructions(self) -> Any:
+    def instructions(self) -> InstructionSet:
         return self._instructions
 
     def index_part(self) -> IndexPart | None:
@@ -447,14 +459,14 @@ class Session:
     # ------------------------------------------------------------------ tools
 
     @property
-    def tools(self) -> Any:
+    def tools(self) -> ToolRegistry:
         if self._registry is None:
             from jupyter_memory.agent.tools import default_registry
 
             self._registry = default_registry()
         return self._registry
 
-    def tool_context(self, **kwargs: Any) -> Any:
+    def tool_context(self, **kwargs: Any) -> ToolContext:
         """The tool context of this session (created once; kwargs update it)."""
         from jupyter_memory.agent.tools import PermissionPolicy, ToolContext
 
@@ -483,7 +495,7 @@ class Session:
         )
 
     def today(self) -> str:
-        return _dt.date.today().isoformat()
+        return self.today_override or _dt.date.today().isoformat()
 
     def request_state(self, messages: list[dict[str, Any]] | None = None) -> RequestState:
         memdir = self.memdir
@@ -542,3 +554,11 @@ def default_cwd(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     return Path(env.get("PWD") or os.getcwd())
 
+
+
+if TYPE_CHECKING:
+    # The layers below the agent describe what they read of a session as protocols
+    # (recall/session_view.py, transcript/mirror.py). mypy checks here that a Session
+    # satisfies them, so a renamed or retyped attribute fails the type check, not a turn.
+    def _views_of(session: Session) -> tuple[RecallSession, LoggedSession]:
+        return session, session

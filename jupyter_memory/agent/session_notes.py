@@ -20,11 +20,14 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.tokens import estimate_messages, estimate_tokens
 from jupyter_memory.memdir.fsutil import atomic_write
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 INIT_TOKENS = 10_000
 UPDATE_TOKENS = 5_000
@@ -65,7 +68,7 @@ _SWITCH = {"1": True, "true": True, "yes": True, "on": True,
            "0": False, "false": False, "no": False, "off": False}
 
 
-def notes_path(session: Any) -> Path:
+def notes_path(session: Session) -> Path:
     """``<transcripts dir>/<session id>/session-memory/summary.md``."""
     from jupyter_memory.transcript.mirror import log_path
 
@@ -252,7 +255,7 @@ class SessionMemory:
 
     def __init__(
         self,
-        session: Any,
+        session: Session,
         *,
         enabled: bool | None = None,
         client_factory: Callable[[], Any] | None = None,
@@ -440,7 +443,7 @@ class SessionMemory:
         return NotesMaterial(notes.strip(), start)
 
 
-def session_memory_for(session: Any) -> SessionMemory | None:
+def session_memory_for(session: Session) -> SessionMemory | None:
     """The :class:`SessionMemory` made for ``session``, if one was."""
     found = getattr(session, _ATTRIBUTE, None)
     return found if isinstance(found, SessionMemory) else None

@@ -169,8 +169,9 @@ class CostLedger:
                      simulated=row["simulated"], calls=row["calls"])
 
 
-def charge(session: Any, kind: str, message: Any, model: str = "") -> None:
-    """Charge ``session``'s ledger with one response; a no-op for objects without one."""
+def charge(session: object, kind: str, message: Any, model: str = "") -> None:
+    """Charge ``session``'s ledger (its ``cost_ledger``) with one response; a no-op for
+    objects without one. Any object is accepted: the context layer names no session class."""
     ledger = getattr(session, "cost_ledger", None)
     if ledger is not None:
         ledger.charge(kind, message, model)

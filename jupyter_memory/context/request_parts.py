@@ -164,7 +164,7 @@ class PartStore:
 
 
 # id(session) -> (weak reference to it, its store); sessions are unhashable dataclasses.
-_stores: dict[int, tuple[weakref.ref[Any], PartStore]] = {}
+_stores: dict[int, tuple[weakref.ref[object], PartStore]] = {}
 _stores_lock = threading.Lock()
 
 
@@ -173,8 +173,11 @@ def _forget(key: int) -> None:
         _stores.pop(key, None)
 
 
-def part_store(session: Any) -> PartStore:
-    """The part store of ``session`` (made on first use, gone with the session)."""
+def part_store(session: object) -> PartStore:
+    """The part store of ``session`` (made on first use, gone with the session).
+
+    Only the object's identity is used, so any object that takes a weak reference will do.
+    """
     key = id(session)
     with _stores_lock:
         held = _stores.get(key)

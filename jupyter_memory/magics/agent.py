@@ -15,7 +15,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -47,6 +47,10 @@ from jupyter_memory.sessions.resume import (
 )
 from jupyter_memory.sessions.sandbox import hand_over
 from jupyter_memory.widgets.render import tool_line, turn_bundle
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.definitions import AgentSession
+    from jupyter_memory.agent.session import Session
 
 #: How often the streaming view is redrawn, in seconds.
 REDRAW_EVERY = 0.25
@@ -131,7 +135,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         super().__init__(**kwargs)
         self._resume_checked: Any = None
         self._env_replay_done = False
-        self._agent_sessions: dict[str, Any] = {}
+        self._agent_sessions: dict[str, AgentSession] = {}
         self._models_noted: set[str] = set()  # unknown model names already warned about
 
     @default("model")
@@ -156,7 +160,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
     def agent_config(self) -> AgentConfig:
         return AgentConfig(**{s.name: getattr(self, s.name) for s in user_settings()})
 
-    def session(self) -> Any:
+    def session(self) -> Session:
         session = session_for(self.shell, self.agent_config())
         if not self._env_replay_done and os.environ.get(record.REPLAY_ENV):
             self._env_replay_done = True
@@ -167,7 +171,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             session = session_for(self.shell, self.agent_config())
         return session
 
-    def agent_session(self, name: str) -> Any:
+    def agent_session(self, name: str) -> AgentSession:
         """The session of the agent defined in ``.claude/agents/NAME.md`` (one per kernel).
 
         It shares the main session's folder and model client (so record and replay cover
@@ -177,7 +181,8 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
 
         main = self.session()
         session = self._agent_sessions.get(name)
-        if session is None or session.config != session.agent.config_for(self.agent_config()):
+        if (session is None or session.agent is None
+                or session.config != session.agent.config_for(self.agent_config())):
             definition = load_agent(main.project_root, name, env=main.env)
             # Derived from the main session's id, so a replayed notebook (which restores
             # that id from its recording) gives the agent the same id as when recorded.
@@ -254,6 +259,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         if not prompt:
             raise UsageError("Write a message for the agent: %agent QUESTION, or %%agent "
                              "with the message in the cell body.")
+        session: Session
         if agent_name is not None:
             try:
                 session = self.agent_session(agent_name)
@@ -326,7 +332,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         except JupyterMemoryError as exc:
             raise UsageError(str(exc)) from None
 
-    def _new(self, session: Any) -> None:
+    def _new(self, session: Session) -> None:
         """Start a new session in this kernel: what a kernel restart does for the agent
         (new session id, empty conversation, recording or replay stopped), while the
         kernel's variables stay. The memory is on disk, so it carries over."""
@@ -349,7 +355,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         print(f"Started a new agent session; the previous one ({old_id}) ended{note}. The "
               "memory carries over; the conversation starts empty.")
 
-    def _resume(self, session: Any, path: str | None) -> None:
+    def _resume(self, session: Session, path: str | None) -> None:
         current = record.controller(session)
         if current is not None:
             kind = current.kind
@@ -364,7 +370,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         for note in resumed.notes:
             print(f"Note: {note}.")
 
-    def _record(self, session: Any, target: str | None) -> None:
+    def _record(self, session: Session, target: str | None) -> None:
         current = record.controller(session)
         if target == "off":
             if isinstance(current, record.Recorder):
@@ -382,7 +388,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         print(f"Recording every model exchange to {self._shown(path)}; replay it with "
               f"%agent replay {self._shown(path)}.")
 
-    def _replay(self, session: Any, target: str | None, *, strict: bool = False) -> None:
+    def _replay(self, session: Session, target: str | None, *, strict: bool = False) -> None:
         if target == "off":
             current = record.controller(session)
             if isinstance(current, record.Replayer):
@@ -393,7 +399,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             return
         self._start_replay(session, self._path_arg(session, target), strict=strict)
 
-    def _start_replay(self, session: Any, path: str | Path, *, from_env: bool = False,
+    def _start_replay(self, session: Session, path: str | Path, *, from_env: bool = False,
                       strict: bool = False) -> None:
         had = len(session.messages)
         match = record.match_mode(strict, self.replay_match)
@@ -413,7 +419,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             print(f"The conversation so far ({had} messages) was replaced by the one the "
                   "recording started from.")
 
-    def _path_arg(self, session: Any, target: str | None) -> Path:
+    def _path_arg(self, session: Session, target: str | None) -> Path:
         if target:
             return Path(target).expanduser()
         notebook = notebook_for(session, self._user_ns)
@@ -427,7 +433,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         except ValueError:
             return str(path)
 
-    def _status(self, session: Any) -> str:
+    def _status(self, session: Session) -> str:
         notebook = notebook_for(session, self._user_ns)
         controller = record.controller(session)
         memdir = session.memdir
@@ -444,7 +450,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         ]
         return "\n".join(lines)
 
-    def _maybe_auto_resume(self, session: Any, line: str, cell: str | None) -> None:
+    def _maybe_auto_resume(self, session: Session, line: str, cell: str | None) -> None:
         """On a fresh kernel's first turn, continue the conversation the notebook holds."""
         if not self.auto_resume or self._resume_checked is session:
             return
@@ -534,7 +540,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         return ["The person ran these notebook cells since your last turn:\n\n" + "\n\n".join(cells)]
 
 
-def _log_file(session: Any) -> str:
+def _log_file(session: Session) -> str:
     """Where the session's turns are written (a replay writes to a file of its own)."""
     log = getattr(session, "log", None)
     if log is None or log not in session.hooks:
@@ -546,7 +552,7 @@ def _log_file(session: Any) -> str:
 RECORD_REPLAY_WAIT_SECONDS = 120.0
 
 
-def _wait_for_background(session: Any, timeout: float) -> None:
+def _wait_for_background(session: Session, timeout: float) -> None:
     from jupyter_memory.agent.extraction import hook_for
 
     hook = hook_for(session)
@@ -554,7 +560,7 @@ def _wait_for_background(session: Any, timeout: float) -> None:
         hook.wait(timeout)
 
 
-def _background_running(session: Any) -> bool:
+def _background_running(session: Session) -> bool:
     """Whether work the turn started (extraction) is still running as the cell ends."""
     from jupyter_memory.agent.extraction import hook_for
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -28,6 +28,9 @@ from jupyter_memory.agent.compaction import (
 from jupyter_memory.agent.compaction.budget import fixed_tokens
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.widgets.compaction import compaction_bundle
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 FLAGS = ("--micro", "--undo", "--status", "--json")
 _LEADING_FLAG = re.compile(r"^\s*(--[A-Za-z-]+)(?=\s|$)")
@@ -94,14 +97,14 @@ class CompactMagics(Magics):
 
     # ------------------------------------------------------------------ actions
 
-    def _show(self, result: CompactionResult, session: Any) -> None:
+    def _show(self, result: CompactionResult, session: Session) -> None:
         data = result.to_json()
         # What every request carries besides the conversation, so the output can say how
         # much of the size a compaction can change at all.
         data["fixed_tokens"] = fixed_tokens(session)
         display(compaction_bundle(data), raw=True)
 
-    def _micro(self, session: Any) -> None:
+    def _micro(self, session: Session) -> None:
         before = estimate_next_request(session)
         cleared = microcompact(session)
         if not cleared:
@@ -113,14 +116,14 @@ class CompactMagics(Magics):
                 f"{before:,} → {after:,} tokens. Undo with %compact --undo.")
         display({"text/plain": text, "text/html": f"<p>{html.escape(text)}</p>"}, raw=True)
 
-    def _undo(self, session: Any) -> None:
+    def _undo(self, session: Session) -> None:
         entry = undo(session)
         tokens = estimate_next_request(session)
         text = (f"Restored the conversation from before the {entry.description}: "
                 f"{len(session.messages)} messages, about {tokens:,} tokens.")
         display({"text/plain": text, "text/html": f"<p>{html.escape(text)}</p>"}, raw=True)
 
-    def _status(self, session: Any, *, as_json: bool) -> None:
+    def _status(self, session: Session, *, as_json: bool) -> None:
         data = status(session)
         if as_json:
             print(json.dumps(data, indent=2))

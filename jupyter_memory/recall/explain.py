@@ -28,6 +28,7 @@ from jupyter_memory.memdir.index import INDEX_NAME, load_for_model, normalize_fi
 from jupyter_memory.memdir.team import TEAM_PREFIX, scope_of
 from jupyter_memory.recall.conversation import agent_files, budget_used, surfaced_files
 from jupyter_memory.recall.limits import SESSION_BUDGET_BYTES
+from jupyter_memory.recall.session_view import RecallSession
 
 __all__ = [
     "DECISIONS",
@@ -73,7 +74,7 @@ def _scan_all(memdir: Path) -> list[Any]:
     return scan_all(memdir, limit=None, cache=scan_cache(memdir))
 
 
-def _agent_seen(session: Any, memdir: Path) -> set[str]:
+def _agent_seen(session: RecallSession, memdir: Path) -> set[str]:
     ctx = session.tool_context()
     return agent_files(memdir, list(ctx.read_files), set(ctx.written_memdir_files))
 
@@ -85,7 +86,7 @@ def next_age_change(memories: Iterable[Any]) -> float:
                default=math.inf)
 
 
-def explain_index(session: Any) -> list[dict[str, Any]]:
+def explain_index(session: RecallSession) -> list[dict[str, Any]]:
     """Decisions in index mode (path A), without any model call.
 
     A memory whose pointer line is inside the loaded part of ``MEMORY.md`` is
@@ -119,7 +120,7 @@ class _Explained:
         return list(hit[0]), dict(hit[1])
 
 
-def _explained_index(memdir: Path, session: Any) -> _Explained:
+def _explained_index(memdir: Path, session: RecallSession) -> _Explained:
     from jupyter_memory.recall.state import scan_cache
 
     cache = scan_cache(memdir)
@@ -134,7 +135,7 @@ def _explained_index(memdir: Path, session: Any) -> _Explained:
                       lambda: _explain_index(memdir, cache, seen, team))
 
 
-def record_decisions(session: Any, prefetch: Any, limit: int) -> tuple[list[Any], dict[str, int]]:
+def record_decisions(session: RecallSession, prefetch: Any, limit: int) -> tuple[list[Any], dict[str, int]]:
     """What a turn record carries: :func:`explain`'s decisions capped by :func:`for_record`,
     from cached data, so a turn costs the same on a memdir of 200 or 10,000 files."""
     if prefetch is not None:
@@ -218,7 +219,7 @@ def _explain_one(
     return out
 
 
-def explain_static(session: Any, reason: str | None = None) -> list[dict[str, Any]]:
+def explain_static(session: RecallSession, reason: str | None = None) -> list[dict[str, Any]]:
     """Prefetch-mode decisions when no prefetch has run: what the conversation already has."""
     memdir = session.memdir
     if memdir is None:
@@ -246,7 +247,7 @@ def explain_static(session: Any, reason: str | None = None) -> list[dict[str, An
     return out
 
 
-def explain(session: Any, prefetch: Any = None) -> list[dict[str, Any]]:
+def explain(session: RecallSession, prefetch: Any = None) -> list[dict[str, Any]]:
     """Decisions for every memory of ``session``'s memdir.
 
     With ``prefetch`` (a :class:`~jupyter_memory.recall.prefetch.Prefetch`), its decisions.

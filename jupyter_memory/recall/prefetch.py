@@ -43,6 +43,7 @@ from jupyter_memory.recall.limits import (
     SESSION_BUDGET_BYTES,
 )
 from jupyter_memory.recall.model_selector import build_request, call_selector, validate
+from jupyter_memory.recall.session_view import RecallSession
 from jupyter_memory.recall.state import remember_prefetch, scan_cache
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ class Prefetch:
 
     def __init__(
         self,
-        session: Any,
+        session: RecallSession,
         prompt: str,
         client: Any = None,
         *,
@@ -261,7 +262,7 @@ class Prefetch:
 
     # ----- the run
 
-    def _start(self, session: Any) -> None:
+    def _start(self, session: RecallSession) -> None:
         messages = list(session.messages)
         self._messages_at_start = messages
         self._ctx = session.tool_context()
@@ -495,7 +496,7 @@ class Prefetch:
 # ----------------------------------------------------------------------------- entry point
 
 
-def _selector_kind(session: Any, client: Any) -> tuple[str, str | None]:
+def _selector_kind(session: RecallSession, client: Any) -> tuple[str, str | None]:
     wanted = getattr(session.config, "recall_selector", "model")
     if wanted == "offline":
         return "offline", None
@@ -506,7 +507,7 @@ def _selector_kind(session: Any, client: Any) -> tuple[str, str | None]:
     return "model", None
 
 
-def start_prefetch(session: Any, prompt: str, client: Any = None) -> Prefetch:
+def start_prefetch(session: RecallSession, prompt: str, client: Any = None) -> Prefetch:
     """Start relevance prefetch for ``prompt`` (already appended to the conversation).
 
     Returns at once. A message that does not trigger (feature off, no message, budget

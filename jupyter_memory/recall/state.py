@@ -7,14 +7,18 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jupyter_memory.memdir.scan import ScanCache
+from jupyter_memory.recall.session_view import RecallSession
+
+if TYPE_CHECKING:
+    from jupyter_memory.recall.prefetch import Prefetch
 
 __all__ = ["last_prefetch", "remember_prefetch", "scan_cache"]
 
 _CACHES: dict[str, ScanCache] = {}
-_LAST: OrderedDict[str, Any] = OrderedDict()
+_LAST: OrderedDict[str, Prefetch] = OrderedDict()
 _LAST_CAP = 16
 _STATE_LOCK = threading.Lock()
 
@@ -30,7 +34,7 @@ def scan_cache(memdir: Path) -> ScanCache:
         return cache
 
 
-def remember_prefetch(session: Any, prefetch: Any) -> None:
+def remember_prefetch(session: RecallSession, prefetch: Prefetch) -> None:
     """Keep ``prefetch`` as the session's latest (a few sessions at most)."""
     key = str(getattr(session, "session_id", id(session)))
     with _STATE_LOCK:
@@ -40,7 +44,7 @@ def remember_prefetch(session: Any, prefetch: Any) -> None:
             _LAST.popitem(last=False)
 
 
-def last_prefetch(session: Any) -> Any:
+def last_prefetch(session: RecallSession) -> Prefetch | None:
     """The most recent prefetch started for ``session`` (for ``%memory why``)."""
     key = str(getattr(session, "session_id", id(session)))
     with _STATE_LOCK:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from jupyter_memory._version import __version__
 from jupyter_memory.context import prompts
@@ -35,6 +35,9 @@ from jupyter_memory.context.assemble import digest
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.clock import now_iso
 from jupyter_memory.memdir.fsutil import LOCK_NAME, atomic_write, is_temp_file
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 __all__ = [
     "FORMAT",
@@ -142,7 +145,7 @@ class Normaliser:
     """(exact text, text with placeholder) pairs for the date and environment lines."""
 
     @classmethod
-    def for_session(cls, session: Any) -> Normaliser:
+    def for_session(cls, session: Session) -> Normaliser:
         from jupyter_memory.memdir.basedir import config_base, home_dir
         from jupyter_memory.memdir.location import transcripts_dir
 
@@ -517,7 +520,7 @@ class Recording:
     # -- creating and reading
 
     @classmethod
-    def new(cls, path: Path, session: Any) -> Recording:
+    def new(cls, path: Path, session: Session) -> Recording:
         """An empty recording of ``session`` as it stands now (saved at once).
 
         An earlier recording at ``path`` is replaced; any other existing file is refused,
@@ -725,7 +728,7 @@ def _memdir_snapshot(memdir: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _instruction_snapshot(session: Any, norm: Normaliser) -> list[dict[str, Any]]:
+def _instruction_snapshot(session: Session, norm: Normaliser) -> list[dict[str, Any]]:
     """The instruction files the session loaded, raw, with normalised paths."""
     inst = session.instructions
     out: list[dict[str, Any]] = []
@@ -783,7 +786,7 @@ class _SettledPrefetch:
         return getattr(self._inner, name)
 
 
-def _settle_session_notes(session: Any) -> None:
+def _settle_session_notes(session: Session) -> None:
     """Wait for a session-notes refresh under way (it may have started with this call)."""
     from jupyter_memory.agent.session_notes import session_memory_for
 
@@ -792,7 +795,7 @@ def _settle_session_notes(session: Any) -> None:
         notes.wait(SETTLE_SECONDS)
 
 
-def _settle_background(session: Any) -> None:
+def _settle_background(session: Session) -> None:
     """Wait for the extraction agent and the session notes the finished turn started.
 
     Live, they run while the person goes on; recorded or replayed, the cell ends only when
@@ -864,7 +867,7 @@ class Recorder:
 
     kind = "record"
 
-    def __init__(self, session: Any, recording: Recording) -> None:
+    def __init__(self, session: Session, recording: Recording) -> None:
         self.session = session
         self.recording = recording
         self._previous_factory: Any = None
@@ -949,7 +952,7 @@ class Replayer:
 
     kind = "replay"
 
-    def __init__(self, session: Any, recording: Recording, *, match: str = "conversation") -> None:
+    def __init__(self, session: Session, recording: Recording, *, match: str = "conversation") -> None:
         if match not in MATCH_MODES:
             raise RecordingError(
                 f"Unknown replay match {match!r}; use one of {', '.join(MATCH_MODES)} "
@@ -998,7 +1001,8 @@ class Replayer:
                 session.notebook = str(adopted)
         if session.log is not None:
             self._swap_log(session.log, _replay_log(session))
-        session.today = lambda: self._today  # an instance attribute shadows the method
+        self._saved["today_override"] = session.today_override
+        session.today_override = self._today
         session.reload()  # the memory store takes the new session id
         session.client_factory = self._make_client
         session.hooks.append(self)
@@ -1018,8 +1022,7 @@ class Replayer:
             session.hooks.remove(self)
         if self._saved["log"] is not None and session.log is not self._saved["log"]:
             self._swap_log(session.log, self._saved["log"])
-        if "today" in vars(session):
-            del session.today
+        session.today_override = self._saved.get("today_override")
         if "notebook" in self._saved:
             session.notebook = self._saved["notebook"]
         if session.session_id != self._saved["session_id"]:
@@ -1163,7 +1166,7 @@ class Replayer:
             self._turn_mismatches = len(self.mismatches)
         recorded = self._recorded_turn()
         if recorded and recorded.get("today"):
-            self._today = str(recorded["today"])
+            self._today = self.session.today_override = str(recorded["today"])
 
     def before_call(self, turn: Any, round_index: int) -> None:
         _settle_prefetch(turn, round_index)
@@ -1198,7 +1201,7 @@ class Replayer:
                 f"{len(self.warnings)} warnings)")
 
 
-def _replay_log(session: Any) -> Any:
+def _replay_log(session: Session) -> Any:
     """A session log writing to its own file, so a replay never adds to the original log.
 
     Its ``path`` stays the recorded session's log, which is what the conversation names
@@ -1264,7 +1267,7 @@ def _fault_turn(fault_cls: Any, message: str) -> Any:
 # --------------------------------------------------------------------------- control
 
 
-def controller(session: Any) -> Recorder | Replayer | None:
+def controller(session: Session) -> Recorder | Replayer | None:
     """The recorder or replayer attached to ``session``, if any."""
     for hook in session.hooks:
         if isinstance(hook, Recorder | Replayer) and hook.active:
@@ -1272,7 +1275,7 @@ def controller(session: Any) -> Recorder | Replayer | None:
     return None
 
 
-def stop(session: Any) -> Recorder | Replayer | None:
+def stop(session: Session) -> Recorder | Replayer | None:
     """Stop recording or replaying (the file stays); returns what was stopped."""
     current = controller(session)
     if current is not None:
@@ -1280,7 +1283,7 @@ def stop(session: Any) -> Recorder | Replayer | None:
     return current
 
 
-def start_recording(session: Any, path: str | os.PathLike[str]) -> Recorder:
+def start_recording(session: Session, path: str | os.PathLike[str]) -> Recorder:
     """Record every model exchange of ``session`` from now on into ``path`` (overwritten)."""
     stop(session)
     return Recorder(session, Recording.new(Path(path), session)).start()
@@ -1301,7 +1304,7 @@ def match_mode(strict: bool = False, configured: str = "", env: Mapping[str, str
     return chosen
 
 
-def start_replay(session: Any, path: str | os.PathLike[str], *, match: str = "conversation") -> Replayer:
+def start_replay(session: Session, path: str | os.PathLike[str], *, match: str = "conversation") -> Replayer:
     """Answer every model call of ``session`` from the recording at ``path``.
 
     ``match`` is ``conversation`` (the default: our own prompt text, tool descriptions and

@@ -23,13 +23,16 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.context.assemble import wire_messages
 from jupyter_memory.context.request_parts import expand_request, notebook_parts
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.transcript.log import read_entries, rebuild_conversation
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 __all__ = [
     "Imported",
@@ -376,17 +379,17 @@ def load_conversation(path: Path, *, before_source: str | None = None) -> Resume
 # --------------------------------------------------------------------------- sessions
 
 
-def notebook_for(session: Any, user_ns: Mapping[str, Any] | None = None) -> Path | None:
+def notebook_for(session: Session, user_ns: Mapping[str, Any] | None = None) -> Path | None:
     """The notebook this kernel serves, if anything tells (see ``notebook_path``)."""
     from jupyter_memory.notebook_path import current_notebook_path
 
     path = current_notebook_path(user_ns)
-    if path is None and getattr(session, "notebook", None):
+    if path is None and session.notebook:
         path = Path(session.notebook)
     return Path(path) if path is not None else None
 
 
-def apply_resume(session: Any, resumed: Resumed, *, seed_log: bool = True) -> None:
+def apply_resume(session: Session, resumed: Resumed, *, seed_log: bool = True) -> None:
     """Make ``resumed`` the session's conversation.
 
     The session's first SessionStart hooks then get source ``resume``. Stored usage is not carried over (it describes the old context; trusting it would
@@ -423,7 +426,7 @@ def _seed(writer: Any, resumed: Resumed, parent: str | None = None) -> None:
 
 
 def resume_session(
-    session: Any,
+    session: Session,
     path: Path | str | None = None,
     *,
     user_ns: Mapping[str, Any] | None = None,

@@ -16,9 +16,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.errors import JupyterMemoryError
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 SANDBOX_MODES = ("echo", "script", "live")
 
@@ -84,19 +87,19 @@ def echo(body: Mapping[str, Any]) -> Any:
     return Turn(text=ECHO_PREFIX + _last_words(body))
 
 
-def sandbox_of(session: Any) -> Sandbox | None:
+def sandbox_of(session: Session) -> Sandbox | None:
     """The sandbox ``session`` was switched to, or None if it never was."""
     return getattr(session, "sandbox", None)
 
 
-def stop_sandbox(session: Any) -> None:
+def stop_sandbox(session: Session) -> None:
     """Stop ``session``'s local sandbox server, if any (the client factory is left alone)."""
     old, session.sandbox = getattr(session, "sandbox", None), None
     if old is not None and old.server is not None:
         old.server.stop()
 
 
-def hand_over(old: Any, new: Any) -> Sandbox | None:
+def hand_over(old: Session, new: Session) -> Sandbox | None:
     """Move ``old``'s sandbox, with the client that reaches it, to ``new`` (``%agent new``):
     the one cell that switched a notebook to its sandbox stays in force, and the old
     session keeps no server of its own."""
@@ -108,7 +111,7 @@ def hand_over(old: Any, new: Any) -> Sandbox | None:
     return box
 
 
-def _stop_recording(session: Any) -> str | None:
+def _stop_recording(session: Session) -> str | None:
     """Stop a replay (it would refuse the learner's changes) or a recording (it captures
     the calls through a client the sandbox replaces); which one, or None."""
     from jupyter_memory.sessions import recording
@@ -118,7 +121,7 @@ def _stop_recording(session: Any) -> str | None:
 
 
 def use_sandbox(
-    session: Any,
+    session: Session,
     mode: str,
     script: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,

@@ -9,13 +9,38 @@ so the append-only log never needs a correction.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from jupyter_memory._version import __version__
 from jupyter_memory.transcript.log import TranscriptWriter
 
 META_KEY = "_meta"
+
+
+class LoggedConfig(Protocol):
+    """The setting the log reads: the main model, written beside each reply."""
+
+    @property
+    def model(self) -> str: ...
+
+
+class LoggedSession(Protocol):
+    """What the log reads of a session. The transcript layer sits below the agent, so it
+    names no ``Session`` class; ``Session`` satisfies this structurally."""
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def env(self) -> Mapping[str, str] | None: ...
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def config(self) -> LoggedConfig: ...
 
 
 def git_branch(folder: Path) -> str | None:
@@ -31,7 +56,7 @@ def git_branch(folder: Path) -> str | None:
     return branch if out.returncode == 0 and branch else None
 
 
-def log_path(session: Any) -> Path:
+def log_path(session: LoggedSession) -> Path:
     """``<base>/projects/<key of the working folder>/<session id>.jsonl``."""
     from jupyter_memory.memdir.location import transcripts_dir
 
@@ -41,7 +66,7 @@ def log_path(session: Any) -> Path:
 class SessionLog:
     """A turn hook that appends each finished turn's messages to the JSONL log."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: LoggedSession) -> None:
         self.session = session
         self._writer: TranscriptWriter | None = None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
@@ -20,6 +20,9 @@ from jupyter_memory.widgets.gauges import BudgetGauges
 from jupyter_memory.widgets.memory_browser import MemoryBrowser
 from jupyter_memory.widgets.style import esc
 from jupyter_memory.widgets.turn_view import TurnView, UndoCallback
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 __all__ = ["ContextPanel", "MemoryOff", "show_context", "show_memories", "show_turn"]
 
@@ -65,7 +68,7 @@ def _display(view: Any) -> None:
 
 
 def show_context(
-    session: Any,
+    session: Session,
     *,
     counted_tokens: int | None = None,
     decisions: Iterable[Mapping[str, Any]] | None = None,
@@ -85,7 +88,7 @@ def show_context(
 
 
 def show_memories(
-    session: Any,
+    session: Session,
     *,
     env: Mapping[str, str] | None = None,
     display: bool = True,

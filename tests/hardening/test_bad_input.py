@@ -9,11 +9,12 @@ memory, a 10,000-line index, 5,000 memories and frontmatter bombs.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
+from sessions import make_session as shared_session
 
-from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.agent.tools import ToolContext, default_registry
 from jupyter_memory.agent.tools.files import MAX_READ_CHARS
 from jupyter_memory.memdir import frontmatter
@@ -30,9 +31,7 @@ def tool(name: str, ctx: ToolContext, **args: object):
     return default_registry().run(name, args, ctx)
 
 
-def make_session(project: Path, **config: object) -> Session:
-    cfg = AgentConfig.from_env(log_transcript=False, extraction=False, max_retries=0, **config)
-    return Session(project, config=cfg)
+make_session = partial(shared_session, log_transcript=False, extraction=False)
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sessions import make_session as shared_session
 
 from jupyter_memory import recall
 from jupyter_memory.agent.compaction import (
@@ -39,7 +40,7 @@ from jupyter_memory.agent.compaction import (
 )
 from jupyter_memory.agent.extraction import ExtractionHook, hook_for
 from jupyter_memory.agent.loop import TurnEvents, TurnResult, run_turn
-from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session import Session
 from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
 
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
@@ -256,8 +257,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def make_session(project: Path, case: Case, max_retries: int = 1, **config: Any) -> Session:
     """A session on a memdir that holds one memory (so there is something to protect)."""
-    session = Session(project, config=AgentConfig.from_env(
-        model=MODEL, max_retries=max_retries, timeout=case.timeout, **config))
+    session = shared_session(project, model=MODEL, max_retries=max_retries, timeout=case.timeout,
+                             **config)
     session.store.create("revenue-in-cents", "sales.revenue is stored in cents", "project",
                          MEMORY_BODY)
     return session

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from sessions import make_session as shared_session
+from shell_helpers import MakeIp
 
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.remember import remember_with_agent
-from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.agent.session import Session
 from jupyter_memory.agent.tools import DictNamespace, ToolContext, default_registry
 from jupyter_memory.memdir.store import MemoryStore
 from jupyter_memory.testing.fake_api import ToolCall, Turn
@@ -35,9 +39,7 @@ AWS_KEY = "AKIAZ7Q2W4E6R8T0Y2U4"
 ANTHROPIC_KEY = "sk-ant-api03-" + "q7W2e9R4t6Y1u3I5o8P0a2S4d6F8g1H3j5K7l9Z2x4C6v8B0n2M4"
 
 
-def make_session(project: Path, **config: Any) -> Session:
-    cfg = AgentConfig.from_env(max_retries=0, log_transcript=False, extraction=False, **config)
-    return Session(project, config=cfg)
+make_session = partial(shared_session, log_transcript=False, extraction=False)
 
 
 def snapshot(*folders: Path) -> dict[str, bytes]:
@@ -230,15 +232,8 @@ def shell(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture
-def ip(shell: Any, project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    from jupyter_memory.magics import load_ipython_extension
-    from jupyter_memory.magics.state import forget_state
-
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
-    yield shell
-    forget_state(shell)
+def ip(make_ip: MakeIp, project: Path, memdir: Path) -> InteractiveShell:
+    return make_ip(project, memdir=memdir)
 
 
 def remember(shell: Any, options: str, body: str) -> str:

@@ -11,7 +11,7 @@ See ``docs/compaction.md`` for the thresholds and a worked example.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.compaction.budget import (
     estimate_next_request,
@@ -54,6 +54,9 @@ from jupyter_memory.agent.compaction.state import (
     state_of,
 )
 
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
+
 __all__ = [
     "CLEARED_MARKER",
     "COMPACTABLE_TOOLS",
@@ -93,7 +96,7 @@ __all__ = [
 ]
 
 
-def install(session: Any) -> list[Any]:
+def install(session: Session) -> list[Any]:
     """Register the compaction, session-memory and lifecycle hooks on ``session`` once.
 
     Returns the hooks that were added (none when they are already there).
@@ -110,7 +113,7 @@ def install(session: Any) -> list[Any]:
     return added
 
 
-def status(session: Any) -> dict[str, Any]:
+def status(session: Session) -> dict[str, Any]:
     """Levels, current size, breaker and notes of ``session``: what ``%compact --status`` shows."""
     from jupyter_memory.agent.session_notes import session_memory_for
 

@@ -10,13 +10,16 @@ estimated offline.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.context.models import ModelInfo, Thresholds, model_info, thresholds
 from jupyter_memory.context.tokens import estimate_messages
 
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
-def session_thresholds(session: Any) -> Thresholds:
+
+def session_thresholds(session: Session) -> Thresholds:
     """The levels of the session's main model: the same numbers ``%context`` shows."""
     return thresholds(session_model_info(session))
 
@@ -27,7 +30,7 @@ def session_model_info(session: Any) -> ModelInfo:
     return model_info(config.model, int(getattr(config, "context_window", 0) or 0))
 
 
-def fixed_tokens(session: Any) -> int:
+def fixed_tokens(session: Session) -> int:
     """Estimated cost of everything in a request that is not the conversation."""
     assembled = session.assemble([])
     return sum(part.tokens for part in assembled.parts)
@@ -40,7 +43,7 @@ def _last_assistant(messages: Sequence[dict[str, Any]]) -> int | None:
     return None
 
 
-def estimate_next_request(session: Any) -> int:
+def estimate_next_request(session: Session) -> int:
     """Tokens the next request of ``session`` will take as input, best known value."""
     messages = session.messages
     usage = session.last_usage

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent import lifecycle
 from jupyter_memory.agent.compaction.budget import estimate_next_request
@@ -44,6 +44,9 @@ from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.models import SUMMARY_OUTPUT_RESERVE, model_info
 from jupyter_memory.context.tokens import Usage, estimate_messages
 from jupyter_memory.memdir.clock import now_iso
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 #: ``_meta.kind`` of the summary message; its ``compact_boundary`` key is the boundary.
 SUMMARY_KIND = "compact_summary"
@@ -127,7 +130,7 @@ def kind_of(message: dict[str, Any]) -> str | None:
     return meta.get("kind") if isinstance(meta, dict) else None
 
 
-def summary_max_tokens(session: Any) -> int:
+def summary_max_tokens(session: Session) -> int:
     """Output allowed for a summary: the reserve the effective window sets aside."""
     return min(SUMMARY_OUTPUT_RESERVE, model_info(session.config.model).max_output_tokens)
 
@@ -141,7 +144,7 @@ def _split(
     return messages[:at], messages[at:]
 
 
-def _combined_instructions(session: Any, explicit: str | None, hooks: str) -> str | None:
+def _combined_instructions(session: Session, explicit: str | None, hooks: str) -> str | None:
     from jupyter_memory.context.instructions import compact_instructions
 
     parts = []
@@ -156,7 +159,7 @@ def _combined_instructions(session: Any, explicit: str | None, hooks: str) -> st
 
 
 def compact(
-    session: Any,
+    session: Session,
     *,
     instructions: str | None = None,
     trigger: str = "manual",
@@ -276,7 +279,7 @@ def compact(
 
 
 def _log(
-    session: Any, trigger: str, pre_tokens: int, text: str, kept: list[dict[str, Any]]
+    session: Session, trigger: str, pre_tokens: int, text: str, kept: list[dict[str, Any]]
 ) -> list[str]:
     """Write the boundary and summary to the JSONL log, then ``kept``: the messages kept
     verbatim, the re-attached files and the SessionStart hook's context.
@@ -304,7 +307,7 @@ def _log(
 
 
 def _summarise(
-    session: Any, history: list[dict[str, Any]], instructions: str | None, client: Any
+    session: Session, history: list[dict[str, Any]], instructions: str | None, client: Any
 ) -> _Summary:
     from jupyter_memory.context.assemble import digest
 
@@ -409,7 +412,7 @@ def drop_point(messages: Sequence[dict[str, Any]], gap: int | None) -> int | Non
 # ----------------------------------------------------------------------------- undo
 
 
-def undo(session: Any) -> UndoEntry:
+def undo(session: Session) -> UndoEntry:
     """Put back the conversation from before the last compaction or microcompact.
 
     Messages added since (later turns) are kept after the restored ones. The instruction

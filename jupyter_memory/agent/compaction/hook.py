@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.compaction.budget import (
     estimate_next_request,
@@ -21,6 +21,9 @@ from jupyter_memory.agent.compaction.budget import (
 from jupyter_memory.agent.compaction.core import INSERTED_KINDS, compact, kind_of
 from jupyter_memory.agent.compaction.micro import microcompact
 from jupyter_memory.agent.compaction.state import MAX_FAILURES, ContextLimitReached, state_of
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 #: Minutes without an answer after which old tool outputs are cleared (the reference's
 #: trigger: by then the 5-minute prompt cache has long expired).
@@ -37,7 +40,7 @@ class CompactionHook:
 
     def __init__(
         self,
-        session: Any,
+        session: Session,
         *,
         auto: bool | None = None,
         idle_minutes: float | None = None,

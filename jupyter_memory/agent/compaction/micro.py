@@ -12,11 +12,14 @@ notebook and the JSONL log keep the full outputs, and an undo puts the originals
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.compaction.state import UndoEntry, state_of
 from jupyter_memory.context.tokens import block_text as _block_text
 from jupyter_memory.context.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 #: Tools whose results may be cleared (the reference's read, search, shell, edit and
 #: write tools; here RunPython is the shell and the kernel inspectors are reads).
@@ -80,7 +83,7 @@ def microcompact_messages(
     return out, cleared, max(0, saved)
 
 
-def microcompact(session: Any, *, keep: int = KEEP_RECENT, trigger: str = "manual") -> int:
+def microcompact(session: Session, *, keep: int = KEEP_RECENT, trigger: str = "manual") -> int:
     """Clear old tool outputs in ``session``'s conversation; returns how many were cleared.
 
     Undoable with :func:`jupyter_memory.agent.compaction.undo`. The stored usage of the last

@@ -7,9 +7,12 @@ Kept on the session object itself (one attribute), so the turn hook, ``compact``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.errors import JupyterMemoryError
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
 
 #: Consecutive failed automatic compactions after which no more are attempted.
 MAX_FAILURES = 3
@@ -89,7 +92,7 @@ class CompactionState:
         del self.undo[:-UNDO_DEPTH]
 
 
-def state_of(session: Any) -> CompactionState:
+def state_of(session: Session) -> CompactionState:
     """The compaction state of ``session``, created on first use."""
     state = getattr(session, _ATTRIBUTE, None)
     if state is None:
