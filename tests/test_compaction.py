@@ -384,6 +384,19 @@ def test_summary_request_has_nine_sections_and_custom_instructions(fake_api, pro
     assert str(session.log.path) in session.messages[0]["content"][0]["text"]
 
 
+def test_the_record_keeps_the_summary_answer_as_given(fake_api, project):
+    """The scratchpad is dropped from the summary but kept in the record, so a notebook
+    can show what the model wrote and what of it the conversation kept."""
+    session = make_session(project, hook=False)
+    fake_api.script([Turn(text="Revenue is 42."), summary_turn()])
+    run_turn(session, "What is the revenue?")
+    record = compact(session).to_json()
+    [request] = record["requests"]
+    assert request["answer"] == SUMMARY
+    assert "Scratch thoughts" not in record["summary"]
+    assert record["summary"] in request["answer"]
+
+
 def test_extract_summary_handles_cut_and_untagged_replies():
     assert extract_summary("<analysis>a</analysis><summary>S</summary>") == "S"
     assert extract_summary("<analysis>a</analysis>\n<summary>cut off") == "cut off"

@@ -1,9 +1,11 @@
 """The scripted model of 01-data-analysis.ipynb (used by make_recordings.py).
 
 Day 1: the agent computes means; corrected, it computes medians without test customers, and
-the extraction agent saves both rules. Day 2 (a fresh kernel): the agent reads those two
-memories and applies them from the start. The numbers in the answers are computed here from
-the notebook's own data cell, so they match what the agent's code prints in the kernel.
+the extraction agent saves both rules. A week later (a new session; the notebook dates the
+memory files back): the agent reads those two memories, sees from the age note on each Read
+result that they are a week old, checks the one claim about the data (there are still test
+customers) and applies both. The numbers in the answers are computed here from the notebook's
+own data cell, so they match what the agent's code prints in the kernel.
 """
 
 import json
@@ -18,6 +20,7 @@ MEANS = """(orders.groupby("plan")["amount_cents"].mean() / 100).round(2)"""
 MEDIANS = """real = orders[~orders["customer_id"].str.startswith("T-")]
 (real.groupby("plan")["amount_cents"].median() / 100).round(2)"""
 QUARTERS = """real = orders[~orders["customer_id"].str.startswith("T-")]
+print(f"orders from test customers (left out): {len(orders) - len(real)}")
 pro = real[real["plan"] == "pro"]
 (pro.groupby(pro["order_date"].dt.quarter)["amount_cents"].agg(["median", "count"])
     .assign(median=lambda t: t["median"] / 100))"""
@@ -68,7 +71,14 @@ def _numbers():
     medians = real.groupby("plan")["amount_cents"].median() / 100
     pro = real[real["plan"] == "pro"]
     by_quarter = pro.groupby(pro["order_date"].dt.quarter)["amount_cents"]
-    return means, medians, by_quarter.median() / 100, by_quarter.count()
+    return means, medians, by_quarter.median() / 100, by_quarter.count(), len(orders) - len(real)
+
+
+def _age(results) -> str:
+    """How old the memories read are, from the age note at the top of each Read result."""
+    days = {m.group(1) for _, text in results
+            for m in [re.search(r"last written (\d+) days ago", text)] if m}
+    return f"{days.pop()} days" if len(days) == 1 else "several days"
 
 
 def _index_line(file: str, text: str) -> str:
@@ -101,7 +111,7 @@ def respond(req):
         return _extraction(req)
     if req.kind != "main":
         return None
-    means, medians, q_median, q_count = _numbers()
+    means, medians, q_median, q_count, tests = _numbers()
     if req.mentions("typical order value for each plan"):
         if not req.after_tools:
             return Turn(text="I'll compute it from `orders` (amounts are in cents).",
@@ -132,16 +142,24 @@ def respond(req):
                     ToolCall("Read", {"file_path": str(req.memdir / "project_exclude_test_customers.md")}),
                 ])
         if all(name == "Read" for name, _ in req.tool_results):
-            return Turn(text="Median, test customers excluded, amounts in euros:",
-                        tool_calls=[ToolCall("RunPython", {
-                            "code": QUARTERS,
-                            "description": "median pro-plan order by quarter, test customers excluded"})])
+            age = _age(req.tool_results)
+            return Turn(text=(
+                f"Both memories were last written {age} ago, so they may be out of date. The "
+                "median rule is a preference about how to report, which does not go stale with "
+                "the data; the test-customer rule makes a claim about the data (test accounts "
+                "start with `T-`), so I check it while computing: median, test customers "
+                "excluded, amounts in euros."),
+                tool_calls=[ToolCall("RunPython", {
+                    "code": QUARTERS,
+                    "description": "median pro-plan order by quarter, test customers excluded"})])
         q1, q2 = q_median[1], q_median[2]
         change = (q2 - q1) / q1 * 100
         return Turn(text=(
             f"The typical pro-plan order went from **{_euros(q1)}** in Q1 to **{_euros(q2)}** in "
             f"Q2 ({change:+.1f}%), over {q_count[1]} and {q_count[2]} orders.\n\n"
             "As your memories ask: medians (*median-order-values*), test customers left out "
-            "(*exclude-test-customers*), amounts converted from cents (*amounts-in-cents*)."
+            "(*exclude-test-customers*), amounts converted from cents (*amounts-in-cents*). "
+            f"The week-old test-customer rule still holds: the data has {tests} orders from "
+            "`T-` accounts, and they are left out."
         ))
     return None

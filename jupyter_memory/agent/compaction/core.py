@@ -345,6 +345,8 @@ def _summarise(
         usage = Usage.from_api(message.usage)
         entry["usage"] = usage.to_json()
         reply = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
+        # The answer as given, scratchpad included: the record shows what was thrown away.
+        entry["answer"] = reply
         text = extract_summary(reply)
         if not text:
             raise SummaryFailed(
