@@ -450,8 +450,8 @@ def test_memory_switched_off_before_the_run_starts_saves_nothing_and_is_no_failu
         def __init__(self, target: Any, args: tuple[Any, ...], **_: Any) -> None:
             held.append((target, args))
 
-        def start(self) -> None:
-            pass
+        def start(self) -> None:  # held: the test runs the target itself, later
+            held.append(("started", ()))
 
     monkeypatch.setattr(extraction, "threading", SimpleNamespace(Thread=HeldThread))
     router.main.append(Turn(text="a"))
