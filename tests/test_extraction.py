@@ -445,18 +445,19 @@ def test_memory_switched_off_before_the_run_starts_saves_nothing_and_is_no_failu
     background thread gets going. The run finds no memdir: it ends with nothing saved, and
     is not counted as a failure towards the breaker (it used to fail on ``Path(None)``)."""
     held: list[Any] = []
+    started: list[bool] = []
 
     class HeldThread:
         def __init__(self, target: Any, args: tuple[Any, ...], **_: Any) -> None:
             held.append((target, args))
 
         def start(self) -> None:  # held: the test runs the target itself, later
-            held.append(("started", ()))
+            started.append(True)
 
     monkeypatch.setattr(extraction, "threading", SimpleNamespace(Thread=HeldThread))
     router.main.append(Turn(text="a"))
     turn(session, "one")
-    assert len(held) == 1
+    assert len(held) == 1 and started == [True]
     session.memory_override = False
     target, args = held[0]
     target(*args)
