@@ -434,6 +434,9 @@ _DS_PLUGINS = (
     ("telegram_token", "TelegramBotTokenDetector"), ("twilio", "TwilioKeyDetector"),
 )  # fmt: skip
 _WORD_CHAR = re.compile(r"[A-Za-z0-9_]")
+#: A name the plugin matched along with the value (Azure's ``AccountKey=``): the secret is
+#: what follows it, so that is what gets hidden, here and wherever else it occurs.
+_ASSIGNED_NAME = re.compile(r"[A-Za-z_]\w*\s*=\s*")
 
 
 @functools.lru_cache(maxsize=1)
@@ -471,6 +474,9 @@ def _maintained_hits(text: str) -> Iterator[tuple[int, int, str]]:
                 )
                 if glued:  # a fragment of a longer word or hash, not a token
                     continue
+                name = _ASSIGNED_NAME.match(text, start, end)
+                if name and end - name.end() >= 8:
+                    start = name.end()
             secret = text[start:end]
             if len(secret) >= 8 and _token_ok(secret):
                 yield start, end, kind

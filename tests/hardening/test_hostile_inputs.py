@@ -234,6 +234,19 @@ def test_every_copy_of_a_secret_is_redacted(copies: int) -> None:
     assert len(find_secrets(text)) == copies
 
 
+@pytest.mark.parametrize("name", ["azure storage (detect-secrets)", "sendgrid",
+                                  "twilio (detect-secrets)", "square (detect-secrets)"])
+def test_every_copy_of_a_vendor_token_is_redacted(name: str) -> None:
+    """A plugin that matches the key's name with it (``AccountKey=``) still hides the key
+    where it is pasted again on its own."""
+    first = SECRETS[name]
+    token = first.split("=", 1)[1] if first.startswith("AccountKey=") else first.split()[-1]
+    text = first + "\nand once more, bare: " + token + "\n"
+    hidden = redact(text)
+    assert token not in hidden
+    assert hidden.count("[REDACTED") == 2
+
+
 def test_refusal_names_the_line_the_person_typed(memdir: Path) -> None:
     store = MemoryStore(memdir)
     body = "Warehouse notes.\nThe etl user logs in as usual.\npassword=S3cr3tWarehouse1\n"
