@@ -84,8 +84,8 @@ def _settle_prefetch_race(record: dict[str, Any]) -> dict[str, Any]:
             d["reason"] = "{{PREFETCH NOT ATTACHED}}"
             d.pop("sent_bytes", None)
             d.pop("truncated", None)
-    for key in ("status", "selected", "attached"):
-        (recall.get("selector") or {}).pop(key, None)
+    for key in ("status", "reason", "offline_mode", "selected", "unknown", "attached", "answer"):
+        (recall.get("selector") or {}).pop(key, None)  # all filled in when the selector answers
     return record
 
 
@@ -294,10 +294,12 @@ def test_a_missed_prefetch_compares_equal_whether_or_not_the_selector_had_answer
 
     waiting = "the selector had not answered yet when this was recorded (the prefetch …)"
     raced = {"answer": "A pie chart.", "recall": {"mode": "prefetch", "selector": {
-        "status": "running", "selected": [], "request": {"model": "m"}}, "decisions": [
+        "status": "running", "selected": [], "unknown": [], "request": {"model": "m"},
+        "answer": None}, "decisions": [
         memory("a.md", "skipped", waiting), memory("b.md", "skipped", waiting)]}}
     ready = {"answer": "A pie chart.", "recall": {"mode": "prefetch", "selector": {
-        "status": "done", "selected": ["a.md"], "request": {"model": "m"}}, "decisions": [
+        "status": "done", "selected": ["a.md"], "unknown": [], "request": {"model": "m"},
+        "answer": {"selected_memories": ["a.md"]}}, "decisions": [
         memory("a.md", "skipped", "selected and ready, but not attached: …", sent_bytes=9,
                truncated=None),
         memory("b.md", "not_selected", "the model selector (m) did not pick it")]}}
