@@ -31,7 +31,8 @@ from jupyter_memory.sessions.resume import (
     transcript_command,
 )
 from jupyter_memory.testing.fake_api import ToolCall, Turn
-from jupyter_memory.transcript.log import CONTINUE_PROMPT, NOOP_REPLY, read_entries
+from jupyter_memory.transcript.reader import read_entries
+from jupyter_memory.transcript.rebuild import CONTINUE_PROMPT, NOOP_REPLY
 from jupyter_memory.widgets.render import turn_bundle
 
 FIXTURE_LOGS = ("short.jsonl", "tool_heavy.jsonl", "subagent.jsonl",
@@ -317,7 +318,7 @@ def test_transcript_command_lists_shows_and_imports(fixtures_dir: Path, tmp_path
 def test_transcript_list_previews_the_question_not_the_cells_before_it(tmp_path: Path) -> None:
     from jupyter_memory.agent.loop import user_message
     from jupyter_memory.memdir.location import transcripts_dir
-    from jupyter_memory.transcript.log import TranscriptWriter
+    from jupyter_memory.transcript.writer import TranscriptWriter
 
     project = tmp_path / "proj"
     project.mkdir()

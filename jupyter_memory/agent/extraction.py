@@ -728,7 +728,7 @@ class ExtractionHook:
         if log is None:
             return
         try:
-            from jupyter_memory.transcript.log import subagent_writer
+            from jupyter_memory.transcript.writer import subagent_writer
 
             writer = subagent_writer(log.writer(), run.agent_id)
             for message in messages:

@@ -6,7 +6,7 @@ them in cell order rebuilds the conversation; a cell whose output was cleared, o
 was deleted, carries no record and so is not part of it. The JSONL log beside the memdir
 (ours, or one written by the reference tool) is the other source. Either way the
 conversation starts after the last compaction and gets the clean-ups of SPEC §7
-(``transcript.rebuild_conversation``). A compaction (a ``%compact`` cell, or one the
+(``transcript.rebuild.rebuild_conversation``). A compaction (a ``%compact`` cell, or one the
 agent made during a turn) restarts the conversation at what the compaction left.
 
 Also here: ``jupyter-memory transcript list|show|import|request`` (see
@@ -29,7 +29,8 @@ from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.context.assemble import wire_messages
 from jupyter_memory.context.request_parts import expand_request, notebook_parts
 from jupyter_memory.errors import JupyterMemoryError
-from jupyter_memory.transcript.log import read_entries, rebuild_conversation
+from jupyter_memory.transcript.reader import read_entries
+from jupyter_memory.transcript.rebuild import rebuild_conversation
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
@@ -250,7 +251,7 @@ def conversation_from_entries(
 
     A turn adds its messages; a compaction replaces everything before it with what the
     compaction left (so the conversation starts at the last one); then
-    ``transcript.rebuild_conversation``'s clean-ups make it sendable.
+    ``transcript.rebuild.rebuild_conversation``'s clean-ups make it sendable.
     """
     facts: dict[str, Any] = {"compacted": False, "notes": [], "summary": None}
     messages: list[dict[str, Any]] = []
@@ -267,7 +268,7 @@ def conversation_from_entries(
 
 
 def _clean(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any]:
-    """The resume clean-ups of ``transcript.rebuild_conversation`` applied to messages.
+    """The resume clean-ups of ``transcript.rebuild.rebuild_conversation`` applied to messages.
 
     When they change nothing the model would see, the messages are kept exactly as they
     were (with the private ``_meta`` that recall and compaction read); otherwise the
@@ -479,8 +480,8 @@ def import_transcript(
     """
     from jupyter_memory._version import __version__
     from jupyter_memory.memdir.location import transcripts_dir
-    from jupyter_memory.transcript.log import TranscriptWriter
     from jupyter_memory.transcript.mirror import git_branch
+    from jupyter_memory.transcript.writer import TranscriptWriter
 
     resumed = conversation_from_log(Path(source))
     if not resumed.messages:
