@@ -1,10 +1,7 @@
-"""The command line's subcommands about requests, notebooks and session logs.
+"""The command line's subcommands about requests and saved notebooks.
 
-``context`` (the next request, exactly), ``cost`` (what a saved notebook's model calls
-cost), ``transcript`` and ``bundle``. The arguments of ``transcript`` and ``bundle`` are
-declared beside the code they drive (:mod:`jupyter_memory.sessions.resume` and
-:mod:`jupyter_memory.sessions.bundle`), in the same declarative form. In a notebook the
-same views are ``%context`` and ``%agent``.
+``context`` (the next request, exactly) and ``cost`` (what a saved notebook's model calls
+cost). In a notebook the same views are ``%context`` and ``%context --cost``.
 """
 
 from __future__ import annotations
@@ -81,14 +78,3 @@ def _cost(ctx: Context) -> int:
     ctx.emit(rep.to_json(), rep.render_text())
     return EXIT_OK
 
-
-def register_session_commands() -> None:
-    """``transcript`` and ``bundle``, declared beside the session code they drive."""
-    from jupyter_memory.sessions.bundle import register_bundle_command
-    from jupyter_memory.sessions.resume import register_transcript_command
-
-    register_transcript_command(command, arg)
-    register_bundle_command(command, arg)
-
-
-register_session_commands()
