@@ -56,7 +56,7 @@ from jupyter_memory.memdir.fsutil import atomic_write
 from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.scan import manifest, scan
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
-from jupyter_memory.recall.state import scan_cache
+from jupyter_memory.recall.caches import scan_cache
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
