@@ -13,6 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from jupyter_memory.agent.compaction.bookkeeping import (
+    MAX_FAILURES,
+    CompactionState,
+    UndoEntry,
+    state_of,
+)
 from jupyter_memory.agent.compaction.budget import (
     estimate_next_request,
     session_model_info,
@@ -26,6 +32,14 @@ from jupyter_memory.agent.compaction.core import (
     compact,
     drop_point,
     undo,
+)
+from jupyter_memory.agent.compaction.errors import (
+    CompactionBlocked,
+    CompactionError,
+    ContextLimitReached,
+    NothingToCompact,
+    NothingToUndo,
+    SummaryFailed,
 )
 from jupyter_memory.agent.compaction.hook import IDLE_MINUTES, CompactionHook
 from jupyter_memory.agent.compaction.micro import (
@@ -41,18 +55,6 @@ from jupyter_memory.agent.compaction.prompt import (
     summary_prompt,
 )
 from jupyter_memory.agent.compaction.restore import FILE_KIND, FILE_TOKENS, MAX_FILES, TOTAL_TOKENS
-from jupyter_memory.agent.compaction.state import (
-    MAX_FAILURES,
-    CompactionBlocked,
-    CompactionError,
-    CompactionState,
-    ContextLimitReached,
-    NothingToCompact,
-    NothingToUndo,
-    SummaryFailed,
-    UndoEntry,
-    state_of,
-)
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
