@@ -788,9 +788,9 @@ class _SettledPrefetch:
 
 def _settle_session_notes(session: Session) -> None:
     """Wait for a session-notes refresh under way (it may have started with this call)."""
-    from jupyter_memory.agent.session_notes import session_memory_for
+    from jupyter_memory.agent.session_notes import session_notes_for
 
-    notes = session_memory_for(session)
+    notes = session_notes_for(session)
     if notes is not None:
         notes.wait(SETTLE_SECONDS)
 

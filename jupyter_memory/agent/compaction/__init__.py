@@ -104,10 +104,10 @@ def install(session: Session) -> list[Any]:
     Returns the hooks that were added (none when they are already there).
     """
     from jupyter_memory.agent.lifecycle import LifecycleHook
-    from jupyter_memory.agent.session_notes import SessionMemory
+    from jupyter_memory.agent.session_notes import SessionNotes
 
     added: list[Any] = []
-    for kind in (LifecycleHook, SessionMemory, CompactionHook):
+    for kind in (LifecycleHook, SessionNotes, CompactionHook):
         if not any(isinstance(h, kind) for h in session.hooks):
             hook = kind(session)
             session.hooks.append(hook)
@@ -117,12 +117,12 @@ def install(session: Session) -> list[Any]:
 
 def status(session: Session) -> dict[str, Any]:
     """Levels, current size, breaker and notes of ``session``: what ``%compact --status`` shows."""
-    from jupyter_memory.agent.session_notes import session_memory_for
+    from jupyter_memory.agent.session_notes import session_notes_for
 
     th = session_thresholds(session)
     tokens = estimate_next_request(session)
     state = state_of(session)
-    memory = session_memory_for(session)
+    memory = session_notes_for(session)
     notes = memory.read() if memory is not None else None
     return {
         "model": session.config.model,

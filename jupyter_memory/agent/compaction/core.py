@@ -195,9 +195,9 @@ def compact(
         )
     steer = _combined_instructions(session, instructions, pre.text)
 
-    from jupyter_memory.agent.session_notes import session_memory_for
+    from jupyter_memory.agent.session_notes import session_notes_for
 
-    memory = session_memory_for(session)
+    memory = session_notes_for(session)
     material = None
     if not (instructions and instructions.strip()) and not pre.texts and (
         memory is not None and memory.enabled
