@@ -1,7 +1,7 @@
 """One definition of each subcommand, from which the command line and the magic are built.
 
-- :mod:`~jupyter_memory.commands.base`: the model (``command``, ``arg``, ``Context``), the
-  parser, and the one shape of errors.
+- :mod:`~jupyter_memory.commands.base`: the model (``command``, ``arg``,
+  ``CommandContext``), the parser, and the one shape of errors.
 - :mod:`~jupyter_memory.commands.memory`: the memory subcommands (``jupyter-memory list``
   and ``%memory list`` are one definition).
 - :mod:`~jupyter_memory.commands.notebooks`: the command line's ``context`` and ``cost``.
@@ -28,8 +28,8 @@ from jupyter_memory.commands.base import (
     PROGS,
     Argument,
     Command,
+    CommandContext,
     CommandUsageError,
-    Context,
     Failure,
     HelpShown,
     arg,
@@ -51,8 +51,8 @@ __all__ = [
     "PROGS",
     "Argument",
     "Command",
+    "CommandContext",
     "CommandUsageError",
-    "Context",
     "Failure",
     "HelpShown",
     "arg",

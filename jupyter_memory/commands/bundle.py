@@ -11,7 +11,7 @@ from pathlib import Path
 # Registered after transcript, whichever module is imported first: the help lists the
 # subcommands in the order they were registered.
 from jupyter_memory.commands import transcript  # noqa: F401
-from jupyter_memory.commands.base import Context, arg, command
+from jupyter_memory.commands.base import CommandContext, arg, command
 from jupyter_memory.sessions.bundle import BundleError, pack, replay, unpack
 from jupyter_memory.sessions.recording import REPLAY_ENV
 
@@ -38,7 +38,7 @@ BUNDLE_HELP = "Pack a recorded notebook with its memory into a zip, or unpack an
     arg("--kernel", default="python3", help="unpack --replay: the kernel to run"),
     arg("--timeout", type=int, default=120, help="unpack --replay: seconds per cell"),
 )
-def _bundle(ctx: Context) -> int:
+def _bundle(ctx: CommandContext) -> int:
     args = ctx.args
     if args.action == "pack":
         result = pack(Path(args.source), Path(args.output) if args.output else None,

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.commands.base import EXIT_OK, Context, arg, command
+from jupyter_memory.commands.base import EXIT_OK, CommandContext, arg, command
 
 __all__: list[str] = []
 
@@ -27,7 +27,7 @@ __all__: list[str] = []
     arg("--agent", metavar="NAME",
         help="the request of the agent defined in .claude/agents/NAME.md"),
 )
-def _context(ctx: Context) -> int:
+def _context(ctx: CommandContext) -> int:
     from jupyter_memory.agent.session import AgentConfig, Session
     from jupyter_memory.context.assemble import render_text
 
@@ -65,7 +65,7 @@ def _context(ctx: Context) -> int:
     "is labelled simulated.",
     arg("notebook", metavar="NOTEBOOK.ipynb"),
 )
-def _cost(ctx: Context) -> int:
+def _cost(ctx: CommandContext) -> int:
     from jupyter_memory.context.pricing import notebook_ledger, report
 
     path = Path(ctx.args.notebook).expanduser()

@@ -17,7 +17,7 @@ from typing import Any
 # Registered after context and cost, whichever module is imported first: the help lists
 # the subcommands in the order they were registered.
 from jupyter_memory.commands import notebooks  # noqa: F401
-from jupyter_memory.commands.base import Context, arg, command
+from jupyter_memory.commands.base import CommandContext, arg, command
 from jupyter_memory.sessions.resume import (
     Resumed,
     ResumeError,
@@ -46,7 +46,7 @@ TRANSCRIPT_HELP = ("List, show or import session logs (resume them with %agent r
     arg("--round", type=int, default=None, dest="round_index",
         help="request: which model call of the turn, from 0 (default: every call)"),
 )
-def _transcript(ctx: Context) -> int:
+def _transcript(ctx: CommandContext) -> int:
     action, file = ctx.args.action, getattr(ctx.args, "file", None)
     cwd = Path(ctx.project or os.getcwd()).resolve()
     if action == "list":
@@ -81,7 +81,7 @@ def _render_requests(rebuilt: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _list_logs(ctx: Context, cwd: Path) -> int:
+def _list_logs(ctx: CommandContext, cwd: Path) -> int:
     from jupyter_memory.memdir.location import transcripts_dir
 
     folder = transcripts_dir(cwd, ctx.env)
