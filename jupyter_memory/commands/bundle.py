@@ -15,7 +15,7 @@ from jupyter_memory.commands.base import CommandContext, arg, command
 from jupyter_memory.sessions.bundle import BundleError, pack, replay, unpack
 from jupyter_memory.sessions.recording import REPLAY_ENV
 
-__all__: list[str] = []
+__all__ = ["BUNDLE_HELP"]
 
 BUNDLE_HELP = "Pack a recorded notebook with its memory into a zip, or unpack and replay one."
 
