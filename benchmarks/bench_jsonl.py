@@ -1,7 +1,7 @@
 """JSONL session-log appends: does an append cost more late in a long session?
 
 A long session log is built by appending ``--messages`` (default 10,000) realistic
-messages through :class:`jupyter_memory.transcript.log.TranscriptWriter`. Then batches of
+messages through :class:`jupyter_memory.transcript.writer.TranscriptWriter`. Then batches of
 appends are timed in turn on two logs: a fresh one just past message 10, and the long one
 past message 10,000. Each append is one ``os.write`` to a file opened with ``O_APPEND``,
 so the cost must not grow with the file. Goal: late appends within 1.5x of early ones,
@@ -21,7 +21,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.transcript.log import TranscriptWriter, read_entries
+from jupyter_memory.transcript.reader import read_entries
+from jupyter_memory.transcript.writer import TranscriptWriter
 
 GOAL = 1.5
 EARLY_AT = 10

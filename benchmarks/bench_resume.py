@@ -1,7 +1,7 @@
 """Resume speed on a large session log: the boundary fast path against parsing every line.
 
 Generates a log of about ``--size-mb`` megabytes (default 50) in a temporary folder, with
-a compaction boundary near the end, then times :func:`jupyter_memory.transcript.log.read_entries`
+a compaction boundary near the end, then times :func:`jupyter_memory.transcript.reader.read_entries`
 (which searches backwards for the last boundary and parses only what follows it) and a
 naive reader that parses every line and then looks for the boundary. Both must return the
 same entries. Prints the two timings and their ratio; with ``--check`` exits 1 when the
@@ -22,7 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jupyter_memory.transcript.log import TranscriptWriter, read_entries, rebuild_conversation
+from jupyter_memory.transcript.reader import read_entries
+from jupyter_memory.transcript.rebuild import rebuild_conversation
+from jupyter_memory.transcript.writer import TranscriptWriter
 
 T = TypeVar("T")
 GOAL = 5.0

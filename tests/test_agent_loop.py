@@ -296,7 +296,8 @@ def test_no_model_configured_explains_how_to_connect(project, monkeypatch):
 
 
 def test_turns_are_mirrored_to_the_jsonl_log(fake_api, project):
-    from jupyter_memory.transcript.log import read_entries, rebuild_conversation
+    from jupyter_memory.transcript.reader import read_entries
+    from jupyter_memory.transcript.rebuild import rebuild_conversation
 
     session = make_session(project)
     fake_api.script([

@@ -9,7 +9,6 @@ import os
 import time
 import zipfile
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -17,9 +16,9 @@ from nbclient import NotebookClient
 
 from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.cli import app as cli
 from jupyter_memory.errors import SecretRefused
 from jupyter_memory.memdir.freshness import age_days
-from jupyter_memory.sessions import bundle
 from jupyter_memory.sessions.bundle import BundleError, pack, replay, unpack
 from jupyter_memory.sessions.recording import Recording, RecordingError
 from jupyter_memory.testing.fake_api import ToolCall, Turn
@@ -198,24 +197,15 @@ def test_unpack_refuses_unsafe_bundles_and_used_folders(tmp_path: Path) -> None:
 
 def test_bundle_command_packs_and_unpacks(tmp_path: Path) -> None:
     notebook = make_recorded(tmp_path)
-    registry = {}
 
-    def command(name, help, *arguments):
-        return lambda run: registry.setdefault(name, run)
+    def run(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.main(["bundle", *argv], stdout=out, stderr=err)
+        return code, out.getvalue(), err.getvalue()
 
-    bundle.register_bundle_command(command, lambda *flags, **options: (flags, options))
-    run = registry["bundle"]
-    out = io.StringIO()
-
-    def ctx(**args):
-        defaults = {"dest": None, "output": None, "recording": None, "include": [],
-                    "allow_secrets": False, "replay": False, "kernel": "python3", "timeout": 60}
-        return SimpleNamespace(args=SimpleNamespace(**{**defaults, **args}), env=os.environ,
-                               emit=lambda data, text: out.write(json.dumps(data) + "\n"))
-
-    assert run(ctx(action="pack", source=str(notebook), output=str(tmp_path / "b.zip"))) == 0
-    assert json.loads(out.getvalue().splitlines()[-1])["path"] == str(tmp_path / "b.zip")
-    assert run(ctx(action="unpack", source=str(tmp_path / "b.zip"), dest=str(tmp_path / "u"))) == 0
-    assert json.loads(out.getvalue().splitlines()[-1])["memdir"] == str(tmp_path / "u" / "memory")
-    with pytest.raises(BundleError, match="needs a destination"):
-        run(ctx(action="unpack", source=str(tmp_path / "b.zip")))
+    code, out, _ = run("pack", str(notebook), "-o", str(tmp_path / "b.zip"), "--json")
+    assert code == 0 and json.loads(out)["path"] == str(tmp_path / "b.zip")
+    code, out, _ = run("unpack", str(tmp_path / "b.zip"), str(tmp_path / "u"), "--json")
+    assert code == 0 and json.loads(out)["memdir"] == str(tmp_path / "u" / "memory")
+    code, _, err = run("unpack", str(tmp_path / "b.zip"))
+    assert code == 2 and "needs a destination" in err

@@ -327,7 +327,7 @@ def test_an_unknown_model_is_named_with_the_known_ones(ip: InteractiveShell, mem
 
 
 def test_transcript_list_previews_what_the_person_asked(tmp_path: Path) -> None:
-    from jupyter_memory.sessions.resume import question_text
+    from jupyter_memory.commands.transcript import question_text
 
     command = ("<command-message>beads:create</command-message>\n<command-name>/beads:create"
                "</command-name>\n<command-args>set up credo</command-args>")

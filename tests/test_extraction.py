@@ -244,10 +244,10 @@ def test_nothing_to_save_announces_nothing(session, hook, router, fake_api):
     assert fake_api.failures == []
 
 
-# ----------------------------------------------------------------------------- sandbox
+# ----------------------------------------------------------------------------- confinement
 
 
-def test_sandbox_refuses_writes_outside_the_memdir_and_deletion(
+def test_confinement_refuses_writes_outside_the_memdir_and_deletion(
         session, hook, router, fake_api, project):
     session.store.create("cents", "sales.revenue is stored in cents", "project", "Cents.")
     victim = project / "analysis.py"

@@ -232,7 +232,7 @@ def test_agent_updates_an_existing_memory_instead_of_duplicating(session, fake_a
     assert "Saved project_revenue_in_cents.md (updated)" in result.summary()
 
 
-def test_agent_is_sandboxed_to_the_target_folder_and_fields_are_enforced(
+def test_agent_is_confined_to_the_target_folder_and_fields_are_enforced(
         session, fake_api, tmp_path):
     store = scope_store(session, "project", "reviewer")
     folder = store.memdir

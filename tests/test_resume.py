@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -18,6 +17,7 @@ from shell_helpers import MakeIp, fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import Session
+from jupyter_memory.cli import app as cli
 from jupyter_memory.context.assemble import digest, wire_messages
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.state import forget_state
@@ -26,12 +26,11 @@ from jupyter_memory.sessions.resume import (
     conversation_from_log,
     conversation_from_notebook,
     import_transcript,
-    register_transcript_command,
     resume_session,
-    transcript_command,
 )
 from jupyter_memory.testing.fake_api import ToolCall, Turn
-from jupyter_memory.transcript.log import CONTINUE_PROMPT, NOOP_REPLY, read_entries
+from jupyter_memory.transcript.reader import read_entries
+from jupyter_memory.transcript.rebuild import CONTINUE_PROMPT, NOOP_REPLY
 from jupyter_memory.widgets.render import turn_bundle
 
 FIXTURE_LOGS = ("short.jsonl", "tool_heavy.jsonl", "subagent.jsonl",
@@ -279,45 +278,33 @@ def test_long_reference_log_keeps_its_compaction_summary(fixtures_dir: Path, tmp
     assert entries.stats.lines_read > 2000 and len(resumed.messages) < logged / 4
 
 
+def transcript_cli(project: Path, action: str, file: str | None = None, *,
+                   as_json: bool = True) -> str:
+    """What ``jupyter-memory transcript ACTION [FILE] --project PROJECT`` prints."""
+    argv = ["transcript", action, *([file] if file else []), "--project", str(project)]
+    out = io.StringIO()
+    assert cli.main([*argv, *(["--json"] if as_json else [])], stdout=out) == 0
+    return out.getvalue()
+
+
 def test_transcript_command_lists_shows_and_imports(fixtures_dir: Path, tmp_path: Path) -> None:
-    registry = {}
-
-    def command(name, help, *arguments):
-        def register(run):
-            registry[name] = (help, arguments, run)
-            return run
-        return register
-
-    register_transcript_command(command, lambda *flags, **options: (flags, options))
-    assert registry["transcript"][2] is transcript_command
     project = tmp_path / "proj"
     project.mkdir()
-
-    def call(action, file=None, as_json=True):
-        out = io.StringIO()
-
-        def emit(data, text):
-            out.write(json.dumps(data) if as_json else text)
-
-        ctx = SimpleNamespace(args=SimpleNamespace(action=action, file=file), env=os.environ,
-                              project=project, emit=emit)
-        assert transcript_command(ctx) == 0
-        return out.getvalue()
-
     shutil.copy(fixtures_dir / "transcripts" / "short.jsonl", tmp_path / "short.jsonl")
-    shown = json.loads(call("show", str(tmp_path / "short.jsonl")))
+    log = str(tmp_path / "short.jsonl")
+    shown = json.loads(transcript_cli(project, "show", log))
     assert shown["source"] == "log" and shown["messages"][0]["role"] == "user"
-    assert "user:" in call("show", str(tmp_path / "short.jsonl"), as_json=False)
-    imported = json.loads(call("import", str(tmp_path / "short.jsonl")))
-    listed = json.loads(call("list"))
+    assert "user:" in transcript_cli(project, "show", log, as_json=False)
+    imported = json.loads(transcript_cli(project, "import", log))
+    listed = json.loads(transcript_cli(project, "list"))
     assert [row["session_id"] for row in listed] == [imported["session_id"]]
-    assert "%agent resume" in call("import", str(tmp_path / "short.jsonl"), as_json=False)
+    assert "%agent resume" in transcript_cli(project, "import", log, as_json=False)
 
 
 def test_transcript_list_previews_the_question_not_the_cells_before_it(tmp_path: Path) -> None:
     from jupyter_memory.agent.loop import user_message
     from jupyter_memory.memdir.location import transcripts_dir
-    from jupyter_memory.transcript.log import TranscriptWriter
+    from jupyter_memory.transcript.writer import TranscriptWriter
 
     project = tmp_path / "proj"
     project.mkdir()
@@ -326,11 +313,8 @@ def test_transcript_list_previews_the_question_not_the_cells_before_it(tmp_path:
                               version="0", git_branch=None)
     message = user_message("Which column holds revenue?", preamble=["In [1]: df.head()"])
     writer.append_message("user", message)
-    out = io.StringIO()
-    ctx = SimpleNamespace(args=SimpleNamespace(action="list", file=None), env=os.environ,
-                          project=project, emit=lambda data, text: out.write(json.dumps(data)))
-    assert transcript_command(ctx) == 0
-    assert json.loads(out.getvalue())[0]["first_prompt"] == "Which column holds revenue?"
+    listed = json.loads(transcript_cli(project, "list"))
+    assert listed[0]["first_prompt"] == "Which column holds revenue?"
 
 
 # --------------------------------------------------------------------------- a real restart

@@ -1,4 +1,4 @@
-"""The tool layer's frame: registry, input validation, permissions, sandbox, kernel tools."""
+"""The tool layer's frame: registry, input validation, permissions, confinement, kernel tools."""
 
 from __future__ import annotations
 

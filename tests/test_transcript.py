@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_memory.transcript import log as tr
-from jupyter_memory.transcript.log import (
+from jupyter_memory.transcript import reader
+from jupyter_memory.transcript.reader import FAST_PATH_BYTES, SCAN_BLOCK_BYTES, read_entries
+from jupyter_memory.transcript.rebuild import (
     CONTINUE_PROMPT,
+    EARLIER_OMITTED,
     NOOP_REPLY,
-    TranscriptWriter,
-    cleanup_old_transcripts,
-    read_entries,
     rebuild_conversation,
-    subagent_writer,
 )
+from jupyter_memory.transcript.retention import cleanup_old_transcripts
+from jupyter_memory.transcript.writer import TranscriptWriter, subagent_writer
 
 LONG_SESSION = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
 SESSION = "11111111-2222-4333-8444-555555555555"
@@ -526,7 +526,7 @@ def test_unmatched_results_blank_text_and_leading_assistant(tmp_path: Path) -> N
     conv = rebuild_conversation(read_entries(w.path))
     assert conv.cleanups["orphan_tool_results"] == 1 and conv.cleanups["blank_text_blocks"] == 1
     assert conv.cleanups["leading_note_added"] == 1
-    assert conv[0]["content"] == [text(tr.EARLIER_OMITTED)]
+    assert conv[0]["content"] == [text(EARLIER_OMITTED)]
     assert conv[1]["content"] == [text("Picking up."), tool_use("t2")]
     assert conv[2]["content"] == [result("t2", "new")]
     assert_sendable(conv)
@@ -622,13 +622,13 @@ def _big_log(path: Path, *, lines: int, size: int, boundary: bool = True) -> int
 def test_large_log_is_parsed_only_from_its_last_boundary(tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     offset = _big_log(path, lines=2800, size=2000)
-    assert path.stat().st_size > tr.FAST_PATH_BYTES
+    assert path.stat().st_size > FAST_PATH_BYTES
     entries = read_entries(path)
     s = entries.stats
     assert s.fast_path and s.boundary_found
     assert s.start_offset == offset
     assert s.lines_parsed == 6 and s.lines_read == 6  # boundary, summary, 4 messages
-    assert s.bytes_scanned_backwards < 2 * tr.SCAN_BLOCK_BYTES
+    assert s.bytes_scanned_backwards < 2 * SCAN_BLOCK_BYTES
     assert entries[0]["subtype"] == "compact_boundary"
     conv = rebuild_conversation(entries)
     assert conv.summary.startswith("1. Primary Request")
@@ -642,8 +642,8 @@ def test_backward_search_across_block_edges(
     path = tmp_path / "log.jsonl"
     offset = _big_log(path, lines=6, size=300)
     slow = read_entries(path)
-    monkeypatch.setattr(tr, "FAST_PATH_BYTES", 0)
-    monkeypatch.setattr(tr, "SCAN_BLOCK_BYTES", block)
+    monkeypatch.setattr(reader, "FAST_PATH_BYTES", 0)
+    monkeypatch.setattr(reader, "SCAN_BLOCK_BYTES", block)
     fast = read_entries(path)
     assert fast.stats.fast_path and fast.stats.start_offset == offset
     assert list(fast) == list(slow)
@@ -655,8 +655,8 @@ def test_large_log_without_boundary_is_read_whole(
 ) -> None:
     path = tmp_path / "log.jsonl"
     _big_log(path, lines=10, size=100, boundary=False)
-    monkeypatch.setattr(tr, "FAST_PATH_BYTES", 0)
-    monkeypatch.setattr(tr, "SCAN_BLOCK_BYTES", 128)
+    monkeypatch.setattr(reader, "FAST_PATH_BYTES", 0)
+    monkeypatch.setattr(reader, "SCAN_BLOCK_BYTES", 128)
     entries = read_entries(path)
     assert entries.stats.fast_path and not entries.stats.boundary_found
     assert entries.stats.start_offset == 0 and len(entries) == 14

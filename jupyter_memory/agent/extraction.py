@@ -16,7 +16,7 @@ The rules, as the reference has them:
   replaces it, and the stash runs once after the current run (without the throttle);
 * **throttle** — a run every N eligible turns (``extraction_every``, default 1);
 * **at most 5 model calls** per run;
-* **sandbox in the tool layer** — the fork's tool context has ``restrict_to_memdir``:
+* **confined in the tool layer** — the fork's tool context has ``restrict_to_memdir``:
   Read, Grep and Glob work; Write and Edit only inside the memdir, after the path is
   normalised (``..`` and symlinks resolved); every other tool is refused; there is no
   tool that deletes.
@@ -29,9 +29,9 @@ fork writes as pending items (:mod:`jupyter_memory.memdir.pending`) instead of s
 reference does) the fork is sent the main agent's full tool list, byte for byte: tool
 definitions come first in the cached prefix, so only then does the fork read the main
 conversation's cache entries instead of writing its own. The tool layer still refuses
-every tool outside the sandbox, whatever the model is offered. ``False`` sends only the
-restricted list (Read, Grep, Glob, Write, Edit), so the model is never offered a tool it
-may not use, at the price of a cold cache for the fork's first call.
+every tool call outside its confinement, whatever the model is offered. ``False`` sends
+only the restricted list (Read, Grep, Glob, Write, Edit), so the model is never offered a
+tool it may not use, at the price of a cold cache for the fork's first call.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from jupyter_memory.memdir.fsutil import atomic_write
 from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.scan import manifest, scan
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
-from jupyter_memory.recall.state import scan_cache
+from jupyter_memory.recall.caches import scan_cache
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
@@ -66,17 +66,17 @@ __all__ = [
     "ENV_SWITCH",
     "EXTRACTION_TOOLS",
     "MAX_CALLS",
+    "ConfinedRun",
     "ExtractionHook",
     "ExtractionRun",
-    "RecordingStore",
-    "SandboxedRun",
     "UndoReport",
+    "WriteTrackingStore",
     "describe_error",
     "extraction_prompt",
     "hook_for",
     "install",
     "memory_registry",
-    "run_sandboxed",
+    "run_confined",
 ]
 
 EXTRACTION_TOOLS = ("Read", "Grep", "Glob", "Write", "Edit")
@@ -95,11 +95,11 @@ _FALSY = ("0", "false", "no", "off")
 _TRUTHY = ("1", "true", "yes", "on")
 
 
-# ----------------------------------------------------------------------------- the sandboxed loop
+# ----------------------------------------------------------------------------- the confined loop
 
 
 @dataclass
-class SandboxedRun:
+class ConfinedRun:
     """What a side run of the model did: its messages, calls and final words."""
 
     messages: list[dict[str, Any]]
@@ -127,7 +127,7 @@ def memory_registry(tools: ToolRegistry) -> ToolRegistry:
     return tools.subset([name for name in EXTRACTION_TOOLS if name in tools])
 
 
-def run_sandboxed(
+def run_confined(
     client: Any,
     body_for: Callable[[list[dict[str, Any]]], dict[str, Any]],
     messages: list[dict[str, Any]],
@@ -135,7 +135,7 @@ def run_sandboxed(
     *,
     max_calls: int = MAX_CALLS,
     on_response: Callable[[Any], None] | None = None,
-) -> SandboxedRun:
+) -> ConfinedRun:
     """Call the model until it answers without tools or ``max_calls`` calls were made.
 
     ``body_for(messages)`` builds each request from the run's own messages (the caller
@@ -145,7 +145,7 @@ def run_sandboxed(
     made in parallel land; it just gets no further call. API errors propagate.
     ``on_response`` sees each response as it comes (the session charges its cost ledger).
     """
-    run = SandboxedRun(list(messages))
+    run = ConfinedRun(list(messages))
     while run.calls < max_calls:
         body = body_for(run.messages)
         run.requests.append({"round": run.calls, "tools": [t["name"] for t in body.get("tools", [])]})
@@ -172,10 +172,10 @@ def run_sandboxed(
     return run
 
 
-class RecordingStore(MemoryStore):
+class WriteTrackingStore(MemoryStore):
     """A store that remembers each file's bytes before a run first wrote it.
 
-    The record (``before``: file → bytes, ``None`` for a file that did not exist) is what
+    What it keeps (``before``: file → bytes, ``None`` for a file that did not exist) is what
     makes an extraction undoable and what approval mode turns into pending items. Topic
     files it creates with frontmatter also get the session's ``originSessionId`` (the
     field the reference itself writes), so provenance says both who wrote (``origin``,
@@ -286,7 +286,7 @@ goes into `team/`."""
 
 def _nested_team(session: Session, memdir: Path) -> Any:
     """The team folder's store when it is ``<memdir>/team`` (the only team folder the
-    sandboxed extraction agent can reach), else None."""
+    confined extraction agent can reach), else None."""
     team_dir = getattr(session, "team_dir", None)
     team_store = getattr(session.store, "team", None)
     if team_dir is None or team_store is None:
@@ -634,9 +634,9 @@ class ExtractionHook:
             area = PendingArea(memdir)
             work = area.stage()
         try:
-            store = RecordingStore(work, session_id=session.session_id,
-                                   maintain_index=session.config.maintain_index,
-                                   provenance_default="extraction")
+            store = WriteTrackingStore(work, session_id=session.session_id,
+                                       maintain_index=session.config.maintain_index,
+                                       provenance_default="extraction")
             ctx = ToolContext(
                 project_root=session.project_root, memdir=work, store=store,
                 read_files={} if approval else dict(request.read_files),
@@ -661,7 +661,7 @@ class ExtractionHook:
                 return assemble(replace(state, tools=offered)).body
 
             try:
-                result = run_sandboxed(
+                result = run_confined(
                     request.client, body_for, [first], run_tool, max_calls=self.max_calls,
                     on_response=lambda m: charge(session, "extraction", m, session.config.model))
             except BaseException:
@@ -698,7 +698,7 @@ class ExtractionHook:
     def _tool_runner(
         self, registry: ToolRegistry, ctx: ToolContext, memdir: Path, stage: Path | None
     ) -> Callable[[str, Mapping[str, Any]], ToolResult]:
-        """Run tools in the sandbox; in approval mode, map memdir paths onto the stage."""
+        """Run tools confined to the memdir; in approval mode, map memdir paths onto the stage."""
         if stage is None:
             return lambda name, args: registry.run(name, args, ctx)
         real = os.path.realpath(memdir)
@@ -728,7 +728,7 @@ class ExtractionHook:
         if log is None:
             return
         try:
-            from jupyter_memory.transcript.log import subagent_writer
+            from jupyter_memory.transcript.writer import subagent_writer
 
             writer = subagent_writer(log.writer(), run.agent_id)
             for message in messages:
@@ -826,7 +826,7 @@ class ExtractionHook:
         return report
 
 
-def _put_back(store: RecordingStore) -> None:
+def _put_back(store: WriteTrackingStore) -> None:
     """Restore every file a run wrote to the bytes it had before the run touched it."""
     with store.writing():
         for rel, earlier in store.before.items():

@@ -644,15 +644,15 @@ def remember_with_agent(
     Raises whatever the model call raises (the caller reports it and offers
     ``--offline``).
     """
-    from jupyter_memory.agent.extraction import RecordingStore, memory_registry, run_sandboxed
+    from jupyter_memory.agent.extraction import WriteTrackingStore, memory_registry, run_confined
     from jupyter_memory.agent.tools import PermissionPolicy, ToolContext
     from jupyter_memory.context.assemble import CACHE
     from jupyter_memory.memdir.scan import manifest, scan
 
     day = today or _dt.date.today()
     folder = Path(store.memdir)
-    recording = RecordingStore(folder, session_id=session.session_id, maintain_index=True,
-                               provenance_default="user")
+    recording = WriteTrackingStore(folder, session_id=session.session_id, maintain_index=True,
+                                   provenance_default="user")
     ctx = ToolContext(project_root=session.project_root, memdir=folder, store=recording,
                       permission=PermissionPolicy(mode="deny", interactive=False),
                       restrict_to_memdir=True, provenance="user")
@@ -672,9 +672,9 @@ def remember_with_agent(
 
     from jupyter_memory.context.pricing import charge
 
-    run = run_sandboxed(client, body_for, [first],
-                        lambda tool, args: registry.run(tool, args, ctx), max_calls=max_calls,
-                        on_response=lambda m: charge(session, "remember", m, session.config.model))
+    run = run_confined(client, body_for, [first],
+                       lambda tool, args: registry.run(tool, args, ctx), max_calls=max_calls,
+                       on_response=lambda m: charge(session, "remember", m, session.config.model))
     files = [f for f in recording.before if f != INDEX_NAME and (folder / f).exists()]
     created = [f for f in files if recording.before[f] is None]
     out = RememberResult("agent", folder, files, created, agent_text=run.final_text)

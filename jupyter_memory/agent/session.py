@@ -105,7 +105,7 @@ class AgentConfig:
     extraction_share_tools: bool = setting(
         True, "Send the extraction agent the main agent's full tool list, so it reads the main "
         "conversation's prompt cache as the reference's fork does (the tool layer still "
-        "refuses everything outside its sandbox); False offers only its five tools.")
+        "refuses every call outside its confinement); False offers only its five tools.")
     approval_mode: bool = setting(
         False, "Extracted memories wait in a pending area until you accept them "
         "(%memory pending).")

@@ -244,7 +244,7 @@ def cap_notes(notes: str) -> str:
     return "\n".join(kept) + f"\n\n[Notes cut at about {MAX_NOTES_TOKENS:,} tokens.]\n"
 
 
-class SessionMemory:
+class SessionNotes:
     """A turn hook that keeps the session notes; register it in ``session.hooks``.
 
     ``enabled`` defaults to ``$JUPYTER_MEMORY_SESSION_MEMORY`` when set, else the session
@@ -332,8 +332,8 @@ class SessionMemory:
         return self.start_update(client, tokens=tokens)
 
     def _active(self) -> bool:
-        """Only the newest SessionMemory of a session acts (a second one is inert)."""
-        return session_memory_for(self.session) is self
+        """Only the newest SessionNotes of a session acts (a second one is inert)."""
+        return session_notes_for(self.session) is self
 
     def before_call(self, turn: Any, round_index: int) -> None:
         """After a tool round (the last answer used tools): refresh on enough tool calls."""
@@ -443,7 +443,7 @@ class SessionMemory:
         return NotesMaterial(notes.strip(), start)
 
 
-def session_memory_for(session: Session) -> SessionMemory | None:
-    """The :class:`SessionMemory` made for ``session``, if one was."""
+def session_notes_for(session: Session) -> SessionNotes | None:
+    """The :class:`SessionNotes` made for ``session``, if one was."""
     found = getattr(session, _ATTRIBUTE, None)
-    return found if isinstance(found, SessionMemory) else None
+    return found if isinstance(found, SessionNotes) else None

@@ -19,8 +19,8 @@ from typing import TextIO
 from jupyter_memory.commands import (
     CLI,
     PROGS,
+    CommandContext,
     CommandUsageError,
-    Context,
     HelpShown,
     arg,
     command,
@@ -32,7 +32,7 @@ from jupyter_memory.commands import build_parser as _build_parser
 from jupyter_memory.commands.base import subparser
 from jupyter_memory.errors import JupyterMemoryError
 
-__all__ = ["Context", "UsageError", "arg", "build_parser", "command", "main", "printable"]
+__all__ = ["CommandContext", "UsageError", "arg", "build_parser", "command", "main", "printable"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -74,8 +74,8 @@ def main(
         assert report is not None
         err.write(report.usage + report.line + "\n")
         return EXIT_USAGE
-    ctx = Context(args, os.environ if env is None else env, stdin or sys.stdin, out, err,
-                  front=CLI)
+    ctx = CommandContext(args, os.environ if env is None else env, stdin or sys.stdin, out,
+                         err, front=CLI)
     prog = f"{PROGS[CLI]} {ctx.subcommand}"
     try:
         return int(args._command.run(ctx))

@@ -1,11 +1,13 @@
 """One definition of each subcommand, from which the command line and the magic are built.
 
-- :mod:`~jupyter_memory.commands.base`: the model (``command``, ``arg``, ``Context``), the
-  parser, and the one shape of errors.
+- :mod:`~jupyter_memory.commands.base`: the model (``command``, ``arg``,
+  ``CommandContext``), the parser, and the one shape of errors.
 - :mod:`~jupyter_memory.commands.memory`: the memory subcommands (``jupyter-memory list``
   and ``%memory list`` are one definition).
-- :mod:`~jupyter_memory.commands.notebooks`: the command line's ``context``, ``cost``,
-  ``transcript`` and ``bundle``.
+- :mod:`~jupyter_memory.commands.notebooks`: the command line's ``context`` and ``cost``.
+- :mod:`~jupyter_memory.commands.transcript`: the command line's ``transcript`` (session
+  logs, and the exact requests of a saved turn).
+- :mod:`~jupyter_memory.commands.bundle`: the command line's ``bundle``.
 
 This package is a front-end layer that imports no front end: no IPython, no widgets
 (pyproject.toml's import-linter contracts). ``jupyter_memory.cli`` and
@@ -26,8 +28,8 @@ from jupyter_memory.commands.base import (
     PROGS,
     Argument,
     Command,
+    CommandContext,
     CommandUsageError,
-    Context,
     Failure,
     HelpShown,
     arg,
@@ -49,8 +51,8 @@ __all__ = [
     "PROGS",
     "Argument",
     "Command",
+    "CommandContext",
     "CommandUsageError",
-    "Context",
     "Failure",
     "HelpShown",
     "arg",
@@ -68,9 +70,10 @@ __all__ = [
 
 def load(front: str) -> None:
     """Register every subcommand of ``front`` (the command line's also need the session
-    modules, which the magic does not import)."""
+    modules, which the magic does not import). Each module imports the one whose
+    subcommands precede its own in the help: notebooks, transcript, bundle."""
     if front == CLI:
-        from jupyter_memory.commands import notebooks  # noqa: F401  (registers them)
+        from jupyter_memory.commands import bundle, notebooks, transcript  # noqa: F401
 
 
 def commands_for(front: str) -> list[Command]:

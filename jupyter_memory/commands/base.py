@@ -1,20 +1,20 @@
 """The command model: a subcommand declared once, run by every front end.
 
-A subcommand is a function that takes a :class:`Context` and returns an exit code,
+A subcommand is a function that takes a :class:`CommandContext` and returns an exit code,
 registered with its help and its arguments (the arguments of argparse's
 ``add_argument``)::
 
     @command("hello", "Say hello.", arg("--loud", action="store_true"), fronts=BOTH)
-    def _hello(ctx: Context) -> int:
+    def _hello(ctx: CommandContext) -> int:
         ctx.emit({"hello": True}, "HELLO" if ctx.args.loud else "hello")
         return 0
 
 From these definitions :func:`build_parser` makes the argparse parser of a front end: the
 ``jupyter-memory`` command line (``CLI``) or the ``%memory`` magic (``MAGIC``). Both parse
 with the same parser, run the same function and print the same text; only what a front
-end owns differs, and the :class:`Context` hides it: where the memory is (a folder and the
-environment, or the notebook's session), how a question is asked, how a table or a file
-is shown.
+end owns differs, and the :class:`CommandContext` hides it: where the memory is (a folder
+and the environment, or the notebook's session), how a question is asked, how a table or a
+file is shown.
 
 Errors have one shape everywhere, ``PROG SUBCOMMAND: message`` (:func:`error_line`): the
 magic raises it as IPython's ``UsageError``; the command line prints it to standard error
@@ -57,8 +57,8 @@ __all__ = [
     "PROGS",
     "Argument",
     "Command",
+    "CommandContext",
     "CommandUsageError",
-    "Context",
     "Failure",
     "HelpShown",
     "arg",
@@ -105,7 +105,7 @@ class Command:
 
     name: str
     help: str
-    run: Callable[[Context], int]
+    run: Callable[[CommandContext], int]
     arguments: tuple[Argument, ...]
     fronts: tuple[str, ...] = (CLI,)
     common: bool = True
@@ -118,10 +118,10 @@ COMMANDS: dict[str, Command] = {}
 
 def command(
     name: str, help: str, *arguments: Argument, fronts: tuple[str, ...] = (CLI,)
-) -> Callable[[Callable[[Context], int]], Callable[[Context], int]]:
+) -> Callable[[Callable[[CommandContext], int]], Callable[[CommandContext], int]]:
     """Register a subcommand for ``fronts`` (default: the command line only)."""
 
-    def register(run: Callable[[Context], int]) -> Callable[[Context], int]:
+    def register(run: Callable[[CommandContext], int]) -> Callable[[CommandContext], int]:
         COMMANDS[name] = Command(name, help, run, tuple(arguments), tuple(fronts))
         return run
 
@@ -314,7 +314,7 @@ def printable(text: str) -> str:
 
 
 @dataclass
-class Context:
+class CommandContext:
     """What a subcommand gets: its arguments, the environment and the output streams.
 
     This class is the command line's: the project is a folder (``--project``, default

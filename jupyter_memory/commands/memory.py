@@ -25,8 +25,8 @@ from jupyter_memory.commands.base import (
     EXIT_OK,
     EXIT_USAGE,
     MAGIC,
+    CommandContext,
     CommandUsageError,
-    Context,
     arg,
     command,
     scope_name,
@@ -64,7 +64,7 @@ FORCE = arg("-f", "--force", "-y", "--yes", dest="force", action="store_true",
 
 @command("path", "Show where the memory lives, which rule chose it, and whether it is on.",
          *SCOPE, fronts=BOTH)
-def _path(ctx: Context) -> int:
+def _path(ctx: CommandContext) -> int:
     location = ctx.location
     enabled, reason = ctx.memory_state()
     scope = ctx.args.scope
@@ -100,7 +100,7 @@ def _path(ctx: Context) -> int:
     *SCOPE,
     fronts=BOTH,
 )
-def _list(ctx: Context) -> int:
+def _list(ctx: CommandContext) -> int:
     if ctx.args.limit is not None and ctx.args.limit < 0:
         raise CommandUsageError("--limit must be 0 or more.")
     memories = ctx.store.list()
@@ -114,7 +114,7 @@ def _list(ctx: Context) -> int:
 
 @command("show", "Print one memory, whole (by name, file or file stem).",
          arg("name", metavar="NAME", help=NAME_HELP), *SCOPE, fronts=BOTH)
-def _show(ctx: Context) -> int:
+def _show(ctx: CommandContext) -> int:
     store = ctx.store
     memory = store.get(ctx.args.name)
     text = store.read(memory.file)
@@ -132,7 +132,7 @@ def _show(ctx: Context) -> int:
     *SCOPE,
     fronts=BOTH,
 )
-def _search(ctx: Context) -> int:
+def _search(ctx: CommandContext) -> int:
     phrase = " ".join(ctx.args.text)
     needle = phrase.casefold()
     if not needle.strip():
@@ -170,7 +170,7 @@ def _search(ctx: Context) -> int:
 
 @command("index", "Print MEMORY.md exactly as the model receives it (after the limits).",
          fronts=(CLI,))
-def _index(ctx: Context) -> int:
+def _index(ctx: CommandContext) -> int:
     store = ctx.store
     loaded = load_for_model(store.read_index())
     data = {"path": str(store.index_path), **loaded.to_json()}
@@ -196,7 +196,7 @@ def _index(ctx: Context) -> int:
     arg("--scope", choices=("private", "team"), default="private",
         help="private (your memdir, the default) or team (the shared team folder)"),
 )
-def _add(ctx: Context) -> int:
+def _add(ctx: CommandContext) -> int:
     body = ctx.args.body
     if body is None:
         if ctx.stdin.isatty():
@@ -230,7 +230,7 @@ def _add(ctx: Context) -> int:
 
 @command("forget", "Delete a memory and its index line (asks first unless -f).",
          arg("name", metavar="NAME", help=NAME_HELP), FORCE, *SCOPE, fronts=BOTH)
-def _forget(ctx: Context) -> int:
+def _forget(ctx: CommandContext) -> int:
     store = ctx.store
     file = _find_for_forget(store, ctx.args.name)
     if not ctx.args.force:
@@ -269,7 +269,7 @@ def _find_for_forget(store: MemoryStore, key: str) -> str:
 
 @command("doctor", "Check the memdir and the index for problems.",
          *SCOPE, fronts=BOTH)
-def _doctor(ctx: Context) -> int:
+def _doctor(ctx: CommandContext) -> int:
     from jupyter_memory.memdir.doctor import doctor
 
     store = ctx.store
@@ -301,7 +301,7 @@ def _doctor(ctx: Context) -> int:
     *SCOPE,
     fronts=BOTH,
 )
-def _repair(ctx: Context) -> int:
+def _repair(ctx: CommandContext) -> int:
     from jupyter_memory.memdir.doctor import repair
 
     source = Path(ctx.args.reattach).expanduser() if ctx.args.reattach else None
@@ -320,7 +320,7 @@ def _repair(ctx: Context) -> int:
     *SCOPE,
     fronts=BOTH,
 )
-def _export(ctx: Context) -> int:
+def _export(ctx: CommandContext) -> int:
     from jupyter_memory.memdir.archive import export_memdir
 
     store = ctx.store
@@ -342,7 +342,7 @@ def _export(ctx: Context) -> int:
     *SCOPE,
     fronts=BOTH,
 )
-def _import(ctx: Context) -> int:
+def _import(ctx: CommandContext) -> int:
     from jupyter_memory.memdir.archive import import_archive
 
     report = import_archive(ctx.store, Path(ctx.args.file).expanduser(),
@@ -361,7 +361,7 @@ def _import(ctx: Context) -> int:
     arg("--revoke", action="store_true", help="stop trusting PATH"),
     fronts=BOTH,
 )
-def _trust(ctx: Context) -> int:
+def _trust(ctx: CommandContext) -> int:
     from jupyter_memory.memdir.trust import trust_command
 
     shape = (f"use {ctx.cmd('trust [PATH]')}, {ctx.cmd('trust --list')} or "
@@ -394,7 +394,7 @@ def _trust(ctx: Context) -> int:
     arg("url", nargs="?", help="for clone: the address of the team's shared repository"),
     fronts=BOTH,
 )
-def _team(ctx: Context) -> int:
+def _team(ctx: CommandContext) -> int:
     from jupyter_memory.memdir.team import clone, status, sync
 
     ctx.project_store()  # the magic refuses here when memory is off for the session
@@ -430,14 +430,14 @@ def _team(ctx: Context) -> int:
 
 @command("edit", "Open a memory's file (JupyterLab opens it; elsewhere its path is shown).",
          arg("name", metavar="NAME", help=NAME_HELP), *SCOPE, fronts=(MAGIC,))
-def _edit(ctx: Context) -> int:
+def _edit(ctx: CommandContext) -> int:
     memory = ctx.store.get(ctx.args.name)
     ctx.offer_file(memory.path, memory.file)
     return EXIT_OK
 
 
 @command("why", "Why each memory is or is not in the next request.", fronts=(MAGIC,))
-def _why(ctx: Context) -> int:
+def _why(ctx: CommandContext) -> int:
     from jupyter_memory.recall.explain import explain, render_explain
 
     decisions = explain(ctx.session)
@@ -450,7 +450,7 @@ def _why(ctx: Context) -> int:
          arg("mode", nargs="?", choices=("index", "prefetch"),
              help="index: the index in every request; prefetch: pick memories per message"),
          fronts=(MAGIC,))
-def _mode(ctx: Context) -> int:
+def _mode(ctx: CommandContext) -> int:
     session = ctx.session
     if ctx.args.mode is None:
         ctx.emit({"recall_mode": session.recall_mode}, f"recall mode: {session.recall_mode}")
@@ -461,7 +461,7 @@ def _mode(ctx: Context) -> int:
 
 
 @command("on", "Switch memory on for this session.", fronts=(MAGIC,))
-def _on(ctx: Context) -> int:
+def _on(ctx: CommandContext) -> int:
     session = ctx.session
     session.memory_override = True
     session.reset_tools()
@@ -472,7 +472,7 @@ def _on(ctx: Context) -> int:
 
 @command("off", "Switch memory off for this session: no index, no recall, no memory writes.",
          fronts=(MAGIC,))
-def _off(ctx: Context) -> int:
+def _off(ctx: CommandContext) -> int:
     session = ctx.session
     session.memory_override = False
     session.reset_tools()
@@ -481,7 +481,7 @@ def _off(ctx: Context) -> int:
     return EXIT_OK
 
 
-def _hook(ctx: Context, *, create: bool = False) -> ExtractionHook | None:
+def _hook(ctx: CommandContext, *, create: bool = False) -> ExtractionHook | None:
     from jupyter_memory.agent.extraction import hook_for, install
 
     session = ctx.session
@@ -494,7 +494,7 @@ def _hook(ctx: Context, *, create: bool = False) -> ExtractionHook | None:
 @command("undo", "Take back what an extraction run saved (default: the latest that saved).",
          arg("run", metavar="RUN", nargs="?", help="the run's number, as the notice shows it"),
          fronts=(MAGIC,))
-def _undo(ctx: Context) -> int:
+def _undo(ctx: CommandContext) -> int:
     hook = _hook(ctx)
     if hook is None:
         raise JupyterMemoryError("the extraction agent is not running in this session, "
@@ -523,7 +523,7 @@ def _undo(ctx: Context) -> int:
     arg("value", nargs="?", help="every: N, a whole number ≥ 1; approval: on or off"),
     fronts=(MAGIC,),
 )
-def _extraction(ctx: Context) -> int:
+def _extraction(ctx: CommandContext) -> int:
     action, value = ctx.args.action, ctx.args.value
     if action in ("status", "on", "off", "reset") and value is not None:
         raise CommandUsageError(f"`extraction {action}` takes no value.")
@@ -582,7 +582,7 @@ def _extraction(ctx: Context) -> int:
         help="accept even over a memory that changed after the item was proposed"),
     fronts=(MAGIC,),
 )
-def _pending(ctx: Context) -> int:
+def _pending(ctx: CommandContext) -> int:
     from jupyter_memory.memdir.pending import PendingArea
 
     store = ctx.store_for("memdir")
@@ -621,7 +621,7 @@ def _pending(ctx: Context) -> int:
 # --------------------------------------------------------------------------- rendering
 
 
-def memory_table(memories: Sequence[Memory], ctx: Context | None = None) -> str:
+def memory_table(memories: Sequence[Memory], ctx: CommandContext | None = None) -> str:
     """A fixed-width table: type, name, description, age, size, indexed, written by, the
     scope once any memory is a team one, and the file."""
     if not memories:
@@ -644,7 +644,7 @@ def memory_table(memories: Sequence[Memory], ctx: Context | None = None) -> str:
     return "\n".join(lines)
 
 
-def pending_table(items: Sequence[PendingItem], ctx: Context) -> str:
+def pending_table(items: Sequence[PendingItem], ctx: CommandContext) -> str:
     """The pending area as a table: id, file, new or update, description."""
     if not items:
         return "No memories are waiting for approval."
@@ -673,7 +673,7 @@ def pending_diff(item: PendingItem, store: MemoryStore) -> str:
     return f"{item.id}: update of {item.file}\n\n{diff or '(no difference)'}"
 
 
-def extraction_status(status: dict[str, Any], ctx: Context) -> str:
+def extraction_status(status: dict[str, Any], ctx: CommandContext) -> str:
     """``extraction`` as lines for people."""
     state = "on" if status["enabled"] else "off"
     if status["broken"]:

@@ -1,10 +1,7 @@
-"""The command line's subcommands about requests, notebooks and session logs.
+"""The command line's subcommands about requests and saved notebooks.
 
-``context`` (the next request, exactly), ``cost`` (what a saved notebook's model calls
-cost), ``transcript`` and ``bundle``. The arguments of ``transcript`` and ``bundle`` are
-declared beside the code they drive (:mod:`jupyter_memory.sessions.resume` and
-:mod:`jupyter_memory.sessions.bundle`), in the same declarative form. In a notebook the
-same views are ``%context`` and ``%agent``.
+``context`` (the next request, exactly) and ``cost`` (what a saved notebook's model calls
+cost). In a notebook the same views are ``%context`` and ``%context --cost``.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.commands.base import EXIT_OK, Context, arg, command
+from jupyter_memory.commands.base import EXIT_OK, CommandContext, arg, command
 
 __all__: list[str] = []
 
@@ -30,7 +27,7 @@ __all__: list[str] = []
     arg("--agent", metavar="NAME",
         help="the request of the agent defined in .claude/agents/NAME.md"),
 )
-def _context(ctx: Context) -> int:
+def _context(ctx: CommandContext) -> int:
     from jupyter_memory.agent.session import AgentConfig, Session
     from jupyter_memory.context.assemble import render_text
 
@@ -68,7 +65,7 @@ def _context(ctx: Context) -> int:
     "is labelled simulated.",
     arg("notebook", metavar="NOTEBOOK.ipynb"),
 )
-def _cost(ctx: Context) -> int:
+def _cost(ctx: CommandContext) -> int:
     from jupyter_memory.context.pricing import notebook_ledger, report
 
     path = Path(ctx.args.notebook).expanduser()
@@ -81,14 +78,3 @@ def _cost(ctx: Context) -> int:
     ctx.emit(rep.to_json(), rep.render_text())
     return EXIT_OK
 
-
-def register_session_commands() -> None:
-    """``transcript`` and ``bundle``, declared beside the session code they drive."""
-    from jupyter_memory.sessions.bundle import register_bundle_command
-    from jupyter_memory.sessions.resume import register_transcript_command
-
-    register_transcript_command(command, arg)
-    register_bundle_command(command, arg)
-
-
-register_session_commands()

@@ -3,9 +3,10 @@
 ``%memory`` is built from the same subcommand definitions as the ``jupyter-memory``
 command line (:mod:`jupyter_memory.commands`): ``%memory search TEXT`` and
 ``jupyter-memory search TEXT`` parse the same arguments, run the same function and print
-the same text. This module only supplies what a notebook owns (:class:`MagicContext`):
-the session and its memory, a question asked through the front end, tables and files
-shown as outputs, and the session refreshed after a change, so the next request shows it.
+the same text. This module only supplies what a notebook owns
+(:class:`MagicCommandContext`): the session and its memory, a question asked through the
+front end, tables and files shown as outputs, and the session refreshed after a change, so
+the next request shows it.
 Every change goes through :class:`~jupyter_memory.memdir.store.MemoryStore`, so the index
 stays consistent.
 """
@@ -29,8 +30,8 @@ from jupyter_memory.agent.remember import DEFAULT_AGENT, SCOPES, scope_store
 from jupyter_memory.commands import (
     MAGIC,
     PROGS,
+    CommandContext,
     CommandUsageError,
-    Context,
     HelpShown,
     build_parser,
     commands_for,
@@ -50,7 +51,7 @@ SUBCOMMANDS = tuple(c.name for c in commands_for(MAGIC))
 
 
 @dataclass
-class MagicContext(Context):
+class MagicCommandContext(CommandContext):
     """A subcommand's context in a notebook: the memory is the agent session's."""
 
     magics: Any = None
@@ -164,7 +165,8 @@ class MemoryMagics(Magics):
             report = failure(exc, PROGS[MAGIC])
             assert report is not None
             raise UsageError(report.line) from None
-        ctx = MagicContext(args, {}, sys.stdin, sys.stdout, sys.stderr, front=MAGIC, magics=self)
+        ctx = MagicCommandContext(args, {}, sys.stdin, sys.stdout, sys.stderr, front=MAGIC,
+                                  magics=self)
         prog = f"{PROGS[MAGIC]} {ctx.subcommand}"
         try:
             ctx.env = self.agent.session().env

@@ -13,6 +13,7 @@ package holds path B, relevance prefetch, and the explanation of recall for ever
 from __future__ import annotations
 
 from jupyter_memory.recall.attach import Excerpt, attachment_message, header_text, read_excerpt
+from jupyter_memory.recall.caches import last_prefetch, scan_cache
 from jupyter_memory.recall.conversation import (
     RECALL_KIND,
     agent_files,
@@ -48,7 +49,6 @@ from jupyter_memory.recall.prefetch import (
     skip_reason,
     start_prefetch,
 )
-from jupyter_memory.recall.state import last_prefetch, scan_cache
 
 __all__ = [
     "CJK_MIN_CHARS",

@@ -69,7 +69,7 @@ def decision(memory: Any, kind: str, reason: str, path: str, **extra: Any) -> di
 def _scan_all(memdir: Path) -> list[Any]:
     """Private and team memories (SPEC §8), each with its scope."""
     from jupyter_memory.memdir.team import scan_all
-    from jupyter_memory.recall.state import scan_cache
+    from jupyter_memory.recall.caches import scan_cache
 
     return scan_all(memdir, limit=None, cache=scan_cache(memdir))
 
@@ -121,7 +121,7 @@ class _Explained:
 
 
 def _explained_index(memdir: Path, session: RecallSession) -> _Explained:
-    from jupyter_memory.recall.state import scan_cache
+    from jupyter_memory.recall.caches import scan_cache
 
     cache = scan_cache(memdir)
     seen = frozenset(_agent_seen(session, memdir))
@@ -261,7 +261,7 @@ def explain(session: RecallSession, prefetch: Any = None) -> list[dict[str, Any]
         return []
     if session.recall_mode != "prefetch":
         return explain_index(session)
-    from jupyter_memory.recall.state import last_prefetch
+    from jupyter_memory.recall.caches import last_prefetch
 
     latest = last_prefetch(session)
     return list(latest.decisions) if latest is not None else explain_static(session)

@@ -28,6 +28,7 @@ from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_days
 from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, manifest
 from jupyter_memory.memdir.team import scan_all
 from jupyter_memory.recall.attach import attachment_message
+from jupyter_memory.recall.caches import remember_prefetch, scan_cache
 from jupyter_memory.recall.conversation import (
     agent_files,
     budget_used,
@@ -44,7 +45,6 @@ from jupyter_memory.recall.limits import (
 )
 from jupyter_memory.recall.model_selector import build_request, call_selector, validate
 from jupyter_memory.recall.session_view import RecallSession
-from jupyter_memory.recall.state import remember_prefetch, scan_cache
 
 if TYPE_CHECKING:
     from jupyter_memory.recall.offline import Selection

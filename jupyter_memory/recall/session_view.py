@@ -2,7 +2,7 @@
 
 Recall sits below the agent layer, so it cannot name the agent's ``Session`` class
 (agent/session.py imports recall). These protocols list exactly what ``prefetch``,
-``explain`` and ``state`` use of a session; ``Session`` (and ``AgentSession``) satisfy them
+``explain`` and ``caches`` use of a session; ``Session`` (and ``AgentSession``) satisfy them
 without knowing they exist, and a ``TYPE_CHECKING`` block at the end of agent/session.py
 has mypy check that they do.
 """

@@ -22,7 +22,7 @@ import tempfile
 import time
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -40,9 +40,7 @@ __all__ = [
     "PackResult",
     "ReplayReport",
     "UnpackResult",
-    "bundle_command",
     "pack",
-    "register_bundle_command",
     "replay",
     "unpack",
 ]
@@ -614,59 +612,3 @@ def _check_inside(unpacked: UnpackResult) -> None:
         if path.is_symlink() or Path(os.path.realpath(path)).parent != folder:
             raise BundleError(f"{path} is not a file of the unpacked folder {unpacked.folder}; "
                               "replay runs only what the bundle unpacked.")
-
-
-# --------------------------------------------------------------------------- command line
-
-BUNDLE_HELP = "Pack a recorded notebook with its memory into a zip, or unpack and replay one."
-
-
-def register_bundle_command(command: Callable[..., Any], arg: Callable[..., Any]) -> None:
-    """Register ``jupyter-memory bundle`` with the CLI's ``command``/``arg`` helpers."""
-    command(
-        "bundle",
-        BUNDLE_HELP,
-        arg("action", choices=("pack", "unpack"),
-            help="pack NOTEBOOK [-o ZIP]; unpack ZIP DIR [--replay]"),
-        arg("source", help="the notebook (pack) or the bundle zip (unpack)"),
-        arg("dest", nargs="?", help="unpack: the new folder to unpack into"),
-        arg("-o", "--output", help="pack: the zip to write (default <notebook>.bundle.zip)"),
-        arg("--recording", help="pack: the recording (default <notebook>.recording.json)"),
-        arg("--include", action="append", default=[], metavar="GLOB",
-            help="pack: also carry these files from the notebook's folder (data files)"),
-        arg("--allow-secrets", action="store_true",
-            help="pack even if something looks like a credential"),
-        arg("--replay", action="store_true",
-            help="unpack: then execute the notebook against its recording (no key needed)"),
-        arg("--kernel", default="python3", help="unpack --replay: the kernel to run"),
-        arg("--timeout", type=int, default=120, help="unpack --replay: seconds per cell"),
-    )(bundle_command)
-
-
-def bundle_command(ctx: Any) -> int:
-    """Run ``bundle`` for the CLI; ``ctx`` has ``args``, ``env`` and ``emit``."""
-    args = ctx.args
-    if args.action == "pack":
-        result = pack(Path(args.source), Path(args.output) if args.output else None,
-                      recording=Path(args.recording) if args.recording else None,
-                      include=args.include, allow_secrets=args.allow_secrets)
-        text = (f"Packed {result.notebook} with {result.recording}, "
-                f"{len(result.memory_files)} memory files and "
-                f"{len(result.instruction_files)} instruction files into {result.path}")
-        if result.left_out:
-            text += "\nLeft out (outside the project and config folders): " + ", ".join(result.left_out)
-        ctx.emit(result.to_json(), text)
-        return 0
-    if not args.dest:
-        raise BundleError("bundle unpack needs a destination: bundle unpack ZIP DIR.")
-    unpacked = unpack(Path(args.source), Path(args.dest))
-    if not args.replay:
-        ctx.emit(unpacked.to_json(), f"Unpacked into {unpacked.folder}; replay it with "
-                 f"{REPLAY_ENV}={unpacked.recording} JUPYTER_MEMORY_DIR={unpacked.memdir} "
-                 f"CLAUDE_CONFIG_DIR={unpacked.config_dir} JUPYTER_MEMORY_UNTRUSTED=1 "
-                 "jupyter nbconvert --execute "
-                 f"{unpacked.notebook}, or unpack with --replay.")
-        return 0
-    report = replay(unpacked, kernel_name=args.kernel, timeout=args.timeout, env=ctx.env)
-    ctx.emit({**unpacked.to_json(), "replay": report.to_json()}, report.describe())
-    return 0 if report.ok else 1

@@ -788,9 +788,9 @@ class _SettledPrefetch:
 
 def _settle_session_notes(session: Session) -> None:
     """Wait for a session-notes refresh under way (it may have started with this call)."""
-    from jupyter_memory.agent.session_notes import session_memory_for
+    from jupyter_memory.agent.session_notes import session_notes_for
 
-    notes = session_memory_for(session)
+    notes = session_notes_for(session)
     if notes is not None:
         notes.wait(SETTLE_SECONDS)
 
@@ -1209,8 +1209,8 @@ def _replay_log(session: Session) -> Any:
     the replayed requests and what the cells show, token counts included, are then the
     recorded ones. ``written_to`` is where this replay's turns go.
     """
-    from jupyter_memory.transcript.log import TranscriptWriter
     from jupyter_memory.transcript.mirror import SessionLog, git_branch, log_path
+    from jupyter_memory.transcript.writer import TranscriptWriter
 
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     target = log_path(session).with_suffix("") / "replays" / f"replay-{stamp}.jsonl"

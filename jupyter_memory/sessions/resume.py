@@ -6,11 +6,10 @@ them in cell order rebuilds the conversation; a cell whose output was cleared, o
 was deleted, carries no record and so is not part of it. The JSONL log beside the memdir
 (ours, or one written by the reference tool) is the other source. Either way the
 conversation starts after the last compaction and gets the clean-ups of SPEC §7
-(``transcript.rebuild_conversation``). A compaction (a ``%compact`` cell, or one the
+(``transcript.rebuild.rebuild_conversation``). A compaction (a ``%compact`` cell, or one the
 agent made during a turn) restarts the conversation at what the compaction left.
 
-Also here: ``jupyter-memory transcript list|show|import|request`` (see
-:func:`register_transcript_command`).
+``jupyter-memory transcript`` shows these (:mod:`jupyter_memory.commands.transcript`).
 """
 
 from __future__ import annotations
@@ -18,9 +17,8 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +27,8 @@ from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.context.assemble import wire_messages
 from jupyter_memory.context.request_parts import expand_request, notebook_parts
 from jupyter_memory.errors import JupyterMemoryError
-from jupyter_memory.transcript.log import read_entries, rebuild_conversation
+from jupyter_memory.transcript.reader import read_entries
+from jupyter_memory.transcript.rebuild import rebuild_conversation
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
@@ -48,9 +47,7 @@ __all__ = [
     "notebook_entries",
     "notebook_for",
     "notebook_requests",
-    "register_transcript_command",
     "resume_session",
-    "transcript_command",
 ]
 
 #: The output of a ``%compact`` cell (docs/compaction.md); defined by the front end, named
@@ -250,7 +247,7 @@ def conversation_from_entries(
 
     A turn adds its messages; a compaction replaces everything before it with what the
     compaction left (so the conversation starts at the last one); then
-    ``transcript.rebuild_conversation``'s clean-ups make it sendable.
+    ``transcript.rebuild.rebuild_conversation``'s clean-ups make it sendable.
     """
     facts: dict[str, Any] = {"compacted": False, "notes": [], "summary": None}
     messages: list[dict[str, Any]] = []
@@ -267,7 +264,7 @@ def conversation_from_entries(
 
 
 def _clean(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any]:
-    """The resume clean-ups of ``transcript.rebuild_conversation`` applied to messages.
+    """The resume clean-ups of ``transcript.rebuild.rebuild_conversation`` applied to messages.
 
     When they change nothing the model would see, the messages are kept exactly as they
     were (with the private ``_meta`` that recall and compaction read); otherwise the
@@ -479,8 +476,8 @@ def import_transcript(
     """
     from jupyter_memory._version import __version__
     from jupyter_memory.memdir.location import transcripts_dir
-    from jupyter_memory.transcript.log import TranscriptWriter
     from jupyter_memory.transcript.mirror import git_branch
+    from jupyter_memory.transcript.writer import TranscriptWriter
 
     resumed = conversation_from_log(Path(source))
     if not resumed.messages:
@@ -496,53 +493,7 @@ def import_transcript(
     return Imported(Path(source), target, session_id, resumed)
 
 
-# --------------------------------------------------------------------------- command line
-
-TRANSCRIPT_HELP = ("List, show or import session logs (resume them with %agent resume), or "
-                   "rebuild the exact request of a turn saved in a notebook.")
-
-
-def register_transcript_command(command: Callable[..., Any], arg: Callable[..., Any]) -> None:
-    """Register ``jupyter-memory transcript`` with the CLI's ``command``/``arg`` helpers."""
-    command(
-        "transcript",
-        TRANSCRIPT_HELP,
-        arg("action", choices=("list", "show", "import", "request"),
-            help="list: this project's session logs; show FILE: the conversation a resume "
-                 "would rebuild; import FILE: copy a log (e.g. the reference tool's) in; "
-                 "request NOTEBOOK --turn N: the exact request body of a saved turn"),
-        arg("file", nargs="?", help="a session log (.jsonl) or a saved notebook (.ipynb)"),
-        arg("--turn", type=int, default=None,
-            help="request: which agent turn of the notebook, counted from 1 in cell order "
-                 "(default: the last)"),
-        arg("--round", type=int, default=None, dest="round_index",
-            help="request: which model call of the turn, from 0 (default: every call)"),
-    )(transcript_command)
-
-
-def transcript_command(ctx: Any) -> int:
-    """Run ``transcript`` for the CLI; ``ctx`` has ``args``, ``env``, ``out``, ``emit``."""
-    action, file = ctx.args.action, getattr(ctx.args, "file", None)
-    cwd = Path(ctx.project or os.getcwd()).resolve()
-    if action == "list":
-        return _list_logs(ctx, cwd)
-    if not file:
-        raise ResumeError(f"transcript {action} needs a FILE: a session log (.jsonl) or a "
-                          "saved notebook (.ipynb).")
-    if action == "request":
-        rebuilt = notebook_requests(Path(file), turn=ctx.args.turn,
-                                    round_index=ctx.args.round_index)
-        ctx.emit(rebuilt, _render_requests(rebuilt))
-        return 0
-    if action == "show":
-        resumed = load_conversation(Path(file))
-        ctx.emit(resumed.to_json(), _render(resumed))
-        return 0
-    imported = import_transcript(Path(file), cwd=cwd, env=ctx.env)
-    text = (f"{imported.resumed.describe()}\nWrote {imported.path}\n"
-            f"Resume it in a notebook of this project with: %agent resume {imported.path}")
-    ctx.emit(imported.to_json(), text)
-    return 0
+# --------------------------------------------------------------------------- a saved turn's requests
 
 
 def notebook_requests(
@@ -581,119 +532,3 @@ def notebook_requests(
         rebuilt.append({"round": entry.get("round"), "digest": entry.get("digest"), "body": body})
     return {"notebook": str(path), "turn": number, "record_version": record.get("version"),
             "requests": rebuilt}
-
-
-def _render_requests(rebuilt: Mapping[str, Any]) -> str:
-    lines = []
-    for item in rebuilt["requests"]:
-        lines.append(f"# turn {rebuilt['turn']}, model call {item['round']} "
-                     f"({item['digest'] or 'no digest recorded'})")
-        lines.append(json.dumps(item["body"], ensure_ascii=False, indent=2))
-    if not rebuilt["requests"]:
-        lines.append(f"Turn {rebuilt['turn']} made no model call.")
-    return "\n".join(lines)
-
-
-def _list_logs(ctx: Any, cwd: Path) -> int:
-    from jupyter_memory.memdir.location import transcripts_dir
-
-    folder = transcripts_dir(cwd, ctx.env)
-    logs = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
-        if folder.is_dir() else []
-    rows: list[dict[str, Any]] = []
-    for log in logs:
-        info = log.stat()
-        rows.append({"session_id": log.stem, "path": str(log), "bytes": info.st_size,
-                     "modified": _iso(info.st_mtime), "first_prompt": _first_prompt(log)})
-    lines = [f"{r['modified'][:16]}  {r['session_id']}  {r['bytes']:>9,} B  {r['first_prompt']}"
-             for r in rows] or [f"No session logs in {folder}."]
-    ctx.emit(rows, "\n".join(lines))
-    return 0
-
-
-def _iso(mtime: float) -> str:
-    import datetime as _dt
-
-    return _dt.datetime.fromtimestamp(mtime, _dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _first_prompt(path: Path, max_lines: int = 200) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for n, line in enumerate(handle):
-                if n >= max_lines:
-                    break
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                if entry.get("type") != "user" or entry.get("isMeta"):
-                    continue
-                content = (entry.get("message") or {}).get("content")
-                text = question_text(_plain(content, skip_reminders=True))
-                if text:
-                    return _short(text, 70)
-    except OSError:
-        return ""
-    return ""
-
-
-_REMINDER = re.compile(r"<system-reminder>.*?(</system-reminder>|$)", re.DOTALL)
-_TAG = re.compile(r"<(command-name|command-args|command-message|bash-input)>(.*?)</\1>", re.DOTALL)
-_OUTPUT_ONLY = ("<local-command-stdout>", "<local-command-stderr>", "<bash-stdout>",
-                "<bash-stderr>", "Caveat: The messages below were generated by the user")
-
-
-def question_text(text: str) -> str:
-    """What the person asked, without the wrapper around it ('' when it is all wrapper).
-
-    Our logs put the cells run before a question in ``<system-reminder>`` blocks; the
-    reference's logs wrap a slash command as ``<command-message>`` / ``<command-name>`` /
-    ``<command-args>`` (shown as ``/name args``) and a shell escape as ``<bash-input>``,
-    and log command output and caveats as user entries of their own (skipped).
-    """
-    text = _REMINDER.sub("", text).strip()
-    if text.startswith(_OUTPUT_ONLY):
-        return ""
-    tags = {name: value.strip() for name, value in _TAG.findall(text)}
-    if "command-name" in tags:
-        return f"{tags['command-name']} {tags.get('command-args', '')}".strip()
-    if "bash-input" in tags:
-        return f"! {tags['bash-input']}"
-    return text
-
-
-def _plain(content: Any, *, skip_reminders: bool = False) -> str:
-    """The text of a message; with ``skip_reminders``, only what the person typed (the
-    harness puts the cells they ran before it, each in a ``<system-reminder>``)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Iterable):
-        return " ".join(
-            b.get("text", "") for b in content
-            if isinstance(b, Mapping) and b.get("type") == "text"
-            and not (skip_reminders and str(b.get("text", "")).lstrip().startswith("<system-reminder>"))
-        )
-    return ""
-
-
-def _short(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def _render(resumed: Resumed) -> str:
-    lines = [resumed.describe()]
-    for message in resumed.messages:
-        for block in message["content"]:
-            kind = block.get("type")
-            if kind == "text":
-                body = _short(block.get("text", ""), 160)
-            elif kind == "tool_use":
-                body = f"→ {block.get('name')} {_short(json.dumps(block.get('input'), ensure_ascii=False), 120)}"
-            elif kind == "tool_result":
-                body = f"← {_short(_plain(block.get('content')) or str(block.get('content')), 120)}"
-            else:
-                body = f"[{kind}]"
-            lines.append(f"{message['role']:>9}: {body}")
-    return "\n".join(lines)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from jupyter_memory._version import __version__
-from jupyter_memory.transcript.log import TranscriptWriter
+from jupyter_memory.transcript.writer import TranscriptWriter
 
 META_KEY = "_meta"
 

@@ -95,7 +95,7 @@ def agent_text(op: Op) -> str:
 def main(argv: list[str]) -> None:
     from jupyter_memory.memdir.guard import warm_up
     from jupyter_memory.memdir.store import MemoryStore
-    from jupyter_memory.transcript.log import TranscriptWriter
+    from jupyter_memory.transcript.writer import TranscriptWriter
 
     memdir, log, seed, round_id = Path(argv[0]), Path(argv[1]), int(argv[2]), int(argv[3])
     store = MemoryStore(memdir, maintain_index=True, lock_timeout=20.0)

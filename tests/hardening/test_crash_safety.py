@@ -37,7 +37,7 @@ from jupyter_memory.memdir.fsutil import LOCK_NAME, is_temp_file
 from jupyter_memory.memdir.index import INDEX_NAME, parse_index
 from jupyter_memory.memdir.scan import scan
 from jupyter_memory.memdir.store import MemoryStore
-from jupyter_memory.transcript.log import read_entries
+from jupyter_memory.transcript.reader import read_entries
 
 from .crash_child import Op, plan
 

@@ -29,7 +29,7 @@ from jupyter_memory.memdir.index import (
     upsert_entry,
     utf16_len,
 )
-from jupyter_memory.transcript.log import read_entries
+from jupyter_memory.transcript.reader import read_entries
 
 FUZZ = settings(max_examples=250, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -24,7 +24,7 @@ from jupyter_memory.memdir.doctor import doctor, repair
 from jupyter_memory.memdir.guard import check_no_secrets, find_secrets, redact
 from jupyter_memory.memdir.scan import read_index
 from jupyter_memory.memdir.store import MemoryStore
-from jupyter_memory.transcript.log import rebuild_conversation
+from jupyter_memory.transcript.rebuild import rebuild_conversation
 
 from .conftest import Cli
 
@@ -442,7 +442,7 @@ def _line(**entry: object) -> str:
 def test_sidechain_tail_does_not_replace_the_main_conversation(
     tmp_path: Path, sidechain_entries: int
 ) -> None:
-    from jupyter_memory.transcript.log import read_entries
+    from jupyter_memory.transcript.reader import read_entries
 
     lines = [
         _line(type="user", uuid="u0", parentUuid=None,
@@ -475,7 +475,7 @@ def test_sidechain_tail_does_not_replace_the_main_conversation(
 
 
 def test_a_subagent_log_alone_still_rebuilds(tmp_path: Path) -> None:
-    from jupyter_memory.transcript.log import read_entries
+    from jupyter_memory.transcript.reader import read_entries
 
     lines = [
         _line(type="user", uuid="c0", parentUuid=None, isSidechain=True,

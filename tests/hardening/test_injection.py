@@ -130,7 +130,7 @@ def test_injected_memory_cannot_widen_permissions(
 def test_injection_in_remember_text_cannot_leave_the_memdir(
     project: Path, memdir: Path, fake_api: Any
 ) -> None:
-    """The ``%%remember`` agent reads hostile text; its sandbox holds."""
+    """The ``%%remember`` agent reads hostile text; its confinement holds."""
     session = make_session(project)
     before = snapshot(project)
     content = "---\nname: policy\ndescription: team policy text\ntype: project\n---\nPolicy.\n"

@@ -142,14 +142,14 @@ def test_memdir_link_into_the_project_is_a_project_write(hostile: dict[str, Path
     run("Read", ask, file_path=str(memdir / "to_project.md"))
     result = run("Write", ask, file_path=str(memdir / "to_project.md"), content="pwned\n")
     assert result.is_error and "Permission denied" in result.content
-    sandbox = allow_all(hostile, restrict_to_memdir=True)
-    run("Read", sandbox, file_path=str(memdir / "to_project.md"))
-    result = run("Write", sandbox, file_path=str(memdir / "to_project.md"), content="pwned\n")
+    confined = allow_all(hostile, restrict_to_memdir=True)
+    run("Read", confined, file_path=str(memdir / "to_project.md"))
+    result = run("Write", confined, file_path=str(memdir / "to_project.md"), content="pwned\n")
     assert result.is_error and "only write inside the memory directory" in result.content
     assert (project / "analysis.py").read_bytes() == before
 
 
-def test_sandboxed_agent_cannot_write_the_project_even_when_allowed(
+def test_confined_agent_cannot_write_the_project_even_when_allowed(
     hostile: dict[str, Path],
 ) -> None:
     ctx = allow_all(hostile, restrict_to_memdir=True)

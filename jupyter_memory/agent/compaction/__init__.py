@@ -13,6 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from jupyter_memory.agent.compaction.bookkeeping import (
+    MAX_FAILURES,
+    CompactionState,
+    UndoEntry,
+    state_of,
+)
 from jupyter_memory.agent.compaction.budget import (
     estimate_next_request,
     session_model_info,
@@ -26,6 +32,14 @@ from jupyter_memory.agent.compaction.core import (
     compact,
     drop_point,
     undo,
+)
+from jupyter_memory.agent.compaction.errors import (
+    CompactionBlocked,
+    CompactionError,
+    ContextLimitReached,
+    NothingToCompact,
+    NothingToUndo,
+    SummaryFailed,
 )
 from jupyter_memory.agent.compaction.hook import IDLE_MINUTES, CompactionHook
 from jupyter_memory.agent.compaction.micro import (
@@ -41,18 +55,6 @@ from jupyter_memory.agent.compaction.prompt import (
     summary_prompt,
 )
 from jupyter_memory.agent.compaction.restore import FILE_KIND, FILE_TOKENS, MAX_FILES, TOTAL_TOKENS
-from jupyter_memory.agent.compaction.state import (
-    MAX_FAILURES,
-    CompactionBlocked,
-    CompactionError,
-    CompactionState,
-    ContextLimitReached,
-    NothingToCompact,
-    NothingToUndo,
-    SummaryFailed,
-    UndoEntry,
-    state_of,
-)
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
@@ -102,10 +104,10 @@ def install(session: Session) -> list[Any]:
     Returns the hooks that were added (none when they are already there).
     """
     from jupyter_memory.agent.lifecycle import LifecycleHook
-    from jupyter_memory.agent.session_notes import SessionMemory
+    from jupyter_memory.agent.session_notes import SessionNotes
 
     added: list[Any] = []
-    for kind in (LifecycleHook, SessionMemory, CompactionHook):
+    for kind in (LifecycleHook, SessionNotes, CompactionHook):
         if not any(isinstance(h, kind) for h in session.hooks):
             hook = kind(session)
             session.hooks.append(hook)
@@ -115,12 +117,12 @@ def install(session: Session) -> list[Any]:
 
 def status(session: Session) -> dict[str, Any]:
     """Levels, current size, breaker and notes of ``session``: what ``%compact --status`` shows."""
-    from jupyter_memory.agent.session_notes import session_memory_for
+    from jupyter_memory.agent.session_notes import session_notes_for
 
     th = session_thresholds(session)
     tokens = estimate_next_request(session)
     state = state_of(session)
-    memory = session_memory_for(session)
+    memory = session_notes_for(session)
     notes = memory.read() if memory is not None else None
     return {
         "model": session.config.model,

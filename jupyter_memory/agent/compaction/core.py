@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent import lifecycle
+from jupyter_memory.agent.compaction.bookkeeping import UndoEntry, state_of
 from jupyter_memory.agent.compaction.budget import estimate_next_request
+from jupyter_memory.agent.compaction.errors import (
+    CompactionBlocked,
+    NothingToCompact,
+    NothingToUndo,
+    SummaryFailed,
+)
 from jupyter_memory.agent.compaction.prompt import (
     extract_summary,
     summary_message_text,
@@ -31,14 +38,6 @@ from jupyter_memory.agent.compaction.restore import (
     reread_instructions,
     reset_read_record,
     restore_files,
-)
-from jupyter_memory.agent.compaction.state import (
-    CompactionBlocked,
-    NothingToCompact,
-    NothingToUndo,
-    SummaryFailed,
-    UndoEntry,
-    state_of,
 )
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.models import SUMMARY_OUTPUT_RESERVE, model_info
@@ -196,9 +195,9 @@ def compact(
         )
     steer = _combined_instructions(session, instructions, pre.text)
 
-    from jupyter_memory.agent.session_notes import session_memory_for
+    from jupyter_memory.agent.session_notes import session_notes_for
 
-    memory = session_memory_for(session)
+    memory = session_notes_for(session)
     material = None
     if not (instructions and instructions.strip()) and not pre.texts and (
         memory is not None and memory.enabled

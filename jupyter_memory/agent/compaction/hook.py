@@ -13,14 +13,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from jupyter_memory.agent.compaction.bookkeeping import MAX_FAILURES, state_of
 from jupyter_memory.agent.compaction.budget import (
     estimate_next_request,
     percent,
     session_thresholds,
 )
 from jupyter_memory.agent.compaction.core import INSERTED_KINDS, compact, kind_of
+from jupyter_memory.agent.compaction.errors import ContextLimitReached
 from jupyter_memory.agent.compaction.micro import microcompact
-from jupyter_memory.agent.compaction.state import MAX_FAILURES, ContextLimitReached, state_of
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from jupyter_memory.agent.compaction.state import UndoEntry, state_of
+from jupyter_memory.agent.compaction.bookkeeping import UndoEntry, state_of
 from jupyter_memory.context.tokens import block_text as _block_text
 from jupyter_memory.context.tokens import estimate_tokens
 

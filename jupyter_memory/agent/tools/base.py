@@ -68,7 +68,7 @@ class ToolContext:
     memories the agent already has. ``written_memdir_files`` collects memdir-relative
     names of memories the agent wrote (extraction skips a turn when it is not empty).
     ``on_activate`` receives instruction files that a Read brings in for the first time.
-    ``restrict_to_memdir`` is the extraction agent's sandbox: Read, Grep and Glob work as
+    ``restrict_to_memdir`` confines the extraction agent: Read, Grep and Glob work as
     usual, Write and Edit only inside the memdir, every other tool is refused.
     ``provenance`` is recorded by the store on memories written through these tools.
     """

@@ -223,7 +223,7 @@ read_tool = Tool("Read", READ_DESCRIPTION, READ_SCHEMA, _read, allowed_when_rest
 
 
 def _check_writable(ctx: ToolContext, loc: Location, tool: str) -> None:
-    """Refuse writes the sandbox forbids, folders, and overwrites of unread or changed files."""
+    """Refuse writes outside the confinement, folders, and overwrites of unread or changed files."""
     if ctx.restrict_to_memdir and not loc.in_memdir:
         where = ctx.memdir if ctx.memdir is not None else "(memory is off)"
         raise InvalidPath(

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jupyter_memory.errors import JupyterMemoryError
-
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
+
+__all__ = ["MAX_FAILURES", "UNDO_DEPTH", "CompactionState", "UndoEntry", "state_of"]
 
 #: Consecutive failed automatic compactions after which no more are attempted.
 MAX_FAILURES = 3
@@ -20,30 +20,6 @@ MAX_FAILURES = 3
 UNDO_DEPTH = 10
 
 _ATTRIBUTE = "_jupyter_memory_compaction"
-
-
-class CompactionError(JupyterMemoryError):
-    """A compaction could not be done; the conversation was left as it was."""
-
-
-class NothingToCompact(CompactionError):
-    """The conversation has nothing that a compaction could shorten."""
-
-
-class CompactionBlocked(CompactionError):
-    """A PreCompact lifecycle hook refused the compaction."""
-
-
-class SummaryFailed(CompactionError):
-    """The model did not produce a usable summary."""
-
-
-class ContextLimitReached(CompactionError):
-    """The next request would pass the blocking level of the model's window."""
-
-
-class NothingToUndo(CompactionError):
-    """No compaction of this session is left to undo."""
 
 
 @dataclass

@@ -20,14 +20,14 @@ __all__ = ["last_prefetch", "remember_prefetch", "scan_cache"]
 _CACHES: dict[str, ScanCache] = {}
 _LAST: OrderedDict[str, Prefetch] = OrderedDict()
 _LAST_CAP = 16
-_STATE_LOCK = threading.Lock()
+_LOCK = threading.Lock()
 
 
 def scan_cache(memdir: Path) -> ScanCache:
     """One :class:`ScanCache` per memdir, so every turn's scan re-reads only changed files
     and walks the memdir again only when one of its folders changed."""
     key = str(memdir)
-    with _STATE_LOCK:
+    with _LOCK:
         cache = _CACHES.get(key)
         if cache is None:
             cache = _CACHES[key] = ScanCache(trust_folders=True)
@@ -37,7 +37,7 @@ def scan_cache(memdir: Path) -> ScanCache:
 def remember_prefetch(session: RecallSession, prefetch: Prefetch) -> None:
     """Keep ``prefetch`` as the session's latest (a few sessions at most)."""
     key = str(getattr(session, "session_id", id(session)))
-    with _STATE_LOCK:
+    with _LOCK:
         _LAST[key] = prefetch
         _LAST.move_to_end(key)
         while len(_LAST) > _LAST_CAP:
@@ -47,7 +47,7 @@ def remember_prefetch(session: RecallSession, prefetch: Prefetch) -> None:
 def last_prefetch(session: RecallSession) -> Prefetch | None:
     """The most recent prefetch started for ``session`` (for ``%memory why``)."""
     key = str(getattr(session, "session_id", id(session)))
-    with _STATE_LOCK:
+    with _LOCK:
         found = _LAST.get(key)
     if found is None or found._session() is not session:
         return None

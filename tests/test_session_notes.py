@@ -18,12 +18,12 @@ from jupyter_memory.agent.session_notes import (
     KEEP_MIN_TEXT_MESSAGES,
     KEEP_MIN_TOKENS,
     SECTIONS,
-    SessionMemory,
+    SessionNotes,
     cap_notes,
     is_empty,
     keep_start,
     notes_path,
-    session_memory_for,
+    session_notes_for,
     should_update,
     template,
 )
@@ -43,11 +43,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def make_session(project: Path, enabled: bool = True) -> tuple[Session, SessionMemory]:
+def make_session(project: Path, enabled: bool = True) -> tuple[Session, SessionNotes]:
     session = shared_session(project, model=MODEL, small_model=SMALL)
-    memory = SessionMemory(session, enabled=enabled)
+    memory = SessionNotes(session, enabled=enabled)
     # Replace the default (switched off by the test environment) with this one.
-    session.hooks[:] = [memory if isinstance(h, SessionMemory) else h for h in session.hooks]
+    session.hooks[:] = [memory if isinstance(h, SessionNotes) else h for h in session.hooks]
     return session, memory
 
 
@@ -99,7 +99,7 @@ def test_notes_live_beside_the_session_log(project):
     assert memory.path == notes_path(session)
     assert memory.path == (session.log.path.parent / session.session_id / "session-memory"
                            / "summary.md")
-    assert session_memory_for(session) is memory
+    assert session_notes_for(session) is memory
 
 
 def test_template_has_every_section_and_counts_as_empty():
@@ -199,7 +199,7 @@ def test_switched_off(fake_api, project, monkeypatch):
     fake_api.script([Turn(text="x", usage=usage(50_000))])
     run_turn(session, "go")
     assert not memory.enabled and not memory.running and len(fake_api.requests) == 1
-    by_env = SessionMemory(session)
+    by_env = SessionNotes(session)
     monkeypatch.setenv("JUPYTER_MEMORY_SESSION_MEMORY", "off")
     assert not by_env.enabled
     monkeypatch.setenv("JUPYTER_MEMORY_SESSION_MEMORY", "1")
