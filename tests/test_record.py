@@ -16,6 +16,7 @@ from shell_helpers import MakeIp
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.agent import parse_subcommand
 from jupyter_memory.magics.state import forget_state, state_for
@@ -27,7 +28,6 @@ from jupyter_memory.sessions.recording import (
     describe_difference,
     first_difference,
 )
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 CENTS = (
     "---\nname: revenue-in-cents\ndescription: sales.revenue is stored in cents\n"

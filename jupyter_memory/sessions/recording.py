@@ -3,7 +3,7 @@
 A recording is one JSON file (by default ``<notebook stem>.recording.json`` beside the
 notebook) holding, for each request the session sent, its digest, the request itself and
 the response. Replay serves those responses from a small local server that speaks the
-Messages API (``testing.fake_api``), so the agent runs exactly the code it runs against
+Messages API (``jupyter_memory.localapi``), so the agent runs exactly the code it runs against
 the real API — the SDK, streaming, the tool loop — with no key and no network. A request
 that is not in the recording is refused with the first difference, so a changed prompt or
 a changed memory fails loudly instead of silently drifting.
@@ -942,7 +942,7 @@ class Recorder:
 class Replayer:
     """Session hook and client factory that answer every model call from a recording.
 
-    A local Messages API server (:class:`~jupyter_memory.testing.fake_api.FakeAnthropic`
+    A local Messages API server (:class:`~jupyter_memory.localapi.server.FakeAnthropic`
     with a responder) looks each request up by its normalised digest. While replaying,
     the session takes the recording's session id, date, conversation start and turn
     count; it logs to ``<session id>/replays/<time>.jsonl`` beside the recorded session's
@@ -983,7 +983,7 @@ class Replayer:
             self._by_conversation.setdefault(key, []).append(exchange)
 
     def start(self) -> Replayer:
-        from jupyter_memory.testing.fake_api import FakeAnthropic
+        from jupyter_memory.localapi.server import FakeAnthropic
 
         session = self.session
         self._server = FakeAnthropic(responder=self._respond).start()
@@ -1054,7 +1054,7 @@ class Replayer:
     # -- answering
 
     def _respond(self, body: dict[str, Any]) -> Any:
-        from jupyter_memory.testing.fake_api import Fault
+        from jupyter_memory.localapi.script import Fault
 
         request = {k: v for k, v in body.items() if k != "stream"}
         norm = Normaliser.for_session(self.session)
@@ -1231,7 +1231,7 @@ def _replay_log(session: Session) -> Any:
 
 def _turn_for(response: Mapping[str, Any], seq: int) -> Any:
     """A fake-server turn that reproduces a recorded response, or why it cannot."""
-    from jupyter_memory.testing.fake_api import STOP_REASONS, ToolCall, Turn
+    from jupyter_memory.localapi.script import STOP_REASONS, ToolCall, Turn
 
     content = list(response.get("content") or [])
     kinds = [b.get("type") for b in content]
@@ -1259,7 +1259,7 @@ def _turn_for(response: Mapping[str, Any], seq: int) -> Any:
 
 
 def _fault_turn(fault_cls: Any, message: str) -> Any:
-    from jupyter_memory.testing.fake_api import Turn
+    from jupyter_memory.localapi.script import Turn
 
     return Turn(fault=fault_cls("api_error", message=message, should_retry=False, retry_after=None))
 
