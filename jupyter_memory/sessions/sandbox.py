@@ -114,9 +114,9 @@ def hand_over(old: Session, new: Session) -> Sandbox | None:
 def _stop_recording(session: Session) -> str | None:
     """Stop a replay (it would refuse the learner's changes) or a recording (it captures
     the calls through a client the sandbox replaces); which one, or None."""
-    from jupyter_memory.sessions import recording
+    from jupyter_memory.sessions.recording import control
 
-    current = recording.stop(session)
+    current = control.stop(session)
     return None if current is None else current.kind
 
 
