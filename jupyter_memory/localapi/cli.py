@@ -63,4 +63,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         server.stop()
     return 0
-

@@ -121,7 +121,6 @@ def _cut_chunks(chunks: list[str], length: int) -> list[str]:
     return [c for c in out if c]
 
 
-
 def _split_json(text: str) -> list[str]:
     """Cut a JSON document into several partial_json pieces, as the API streams them."""
     if len(text) < 2:

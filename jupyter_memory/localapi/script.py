@@ -281,7 +281,6 @@ def _split_words(text: str, words_per_chunk: int = 3) -> list[str]:
     ]
 
 
-
 def load_script(source: str | Sequence[Mapping[str, Any]]) -> list[Turn]:
     """Parse a script: a JSON text or an already-decoded list of turn objects."""
     data = json.loads(source) if isinstance(source, str) else source

@@ -60,4 +60,3 @@ def stream_events(reply: Reply) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def sse(event: str, data: Mapping[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-

@@ -177,7 +177,6 @@ def _validate_cache_controls(body: Mapping[str, Any]) -> None:
         seen_5m = seen_5m or ttl == "5m"
 
 
-
 def check_expectations(turn: Turn, body: Mapping[str, Any], number: int) -> None:
     """Raise a 400 naming the first expectation of ``turn`` the request does not meet."""
     label = f"fake_api: scripted turn {number}"

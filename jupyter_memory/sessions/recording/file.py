@@ -75,8 +75,6 @@ def default_recording_path(notebook: str | os.PathLike[str] | None, cwd: Path) -
     return Path(cwd) / ("agent" + SUFFIX)
 
 
-
-
 def _blob_key(value: Any) -> str:
     raw = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:20]
