@@ -19,7 +19,7 @@ from pathlib import Path
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints
-from jupyter_memory.testing.fake_api import FakeAnthropic, ToolCall, Turn
+from jupyter_memory.localapi import FakeAnthropic, ToolCall, Turn
 
 GOAL = 0.95
 

@@ -31,7 +31,7 @@ from bench_cache import scripted_turns
 
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
-from jupyter_memory.testing.fake_api import FakeAnthropic
+from jupyter_memory.localapi import FakeAnthropic
 from jupyter_memory.widgets.render import turn_bundle
 
 #: 30 turns of this kind of session made a 1.7 MB notebook with whole requests in records.

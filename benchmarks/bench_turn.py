@@ -42,7 +42,7 @@ from bench_scan import build_memdir
 from jupyter_memory.agent.client import make_client
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
-from jupyter_memory.testing.fake_api import FakeAnthropic, ToolCall, Turn
+from jupyter_memory.localapi import FakeAnthropic, ToolCall, Turn
 from jupyter_memory.widgets.render import turn_bundle
 
 BARE_GOAL = 5.0

@@ -7,7 +7,7 @@ For each ``NN-*.ipynb`` this:
 
 1. copies the notebook into a work folder outside the repository
    (``/tmp/jupyter-memory-XXXXXXXX/NN-…``) and executes it headless against the local
-   scripted Messages API server (``jupyter_memory.testing.fake_api``), whose answers come
+   scripted Messages API server (``jupyter_memory.localapi``), whose answers come
    from ``scripts/NN-*.py``. With ``JUPYTER_MEMORY_EXAMPLES=record`` the notebook's mode
    cell runs ``%agent record``, so every model exchange lands in ``NN-*.recording.json``;
 2. copies the recordings back beside the notebook;
@@ -49,7 +49,7 @@ from jupyter_memory.demo import (
     static_outputs,
     write_html,
 )
-from jupyter_memory.testing import FakeAnthropic, Turn
+from jupyter_memory.localapi import FakeAnthropic, Turn
 
 EXAMPLES = Path(__file__).resolve().parent
 SCRIPTS = EXAMPLES / "scripts"

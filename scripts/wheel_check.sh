@@ -44,7 +44,7 @@ data = next(n.split("/")[0] for n in names if ".data/" in n)
 labext = f"{data}/data/share/jupyter/labextensions/jupyter-memory/"
 required = [
     "jupyter_memory/__init__.py",
-    "jupyter_memory/testing/pytest_plugin.py",
+    "jupyter_memory/localapi/pytest_plugin.py",
     labext + "package.json",
     labext + "install.json",
     labext + "static/style.js",

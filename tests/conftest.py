@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
     from shell_helpers import MakeIp
 
-pytest_plugins = ["jupyter_memory.testing.pytest_plugin"]
+pytest_plugins = ["jupyter_memory.localapi.pytest_plugin"]
 
 _SCRUB = (
     "ANTHROPIC_API_KEY",

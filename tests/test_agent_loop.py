@@ -15,7 +15,7 @@ from jupyter_memory.agent.loop import TurnEvents, run_turn
 from jupyter_memory.agent.session import AgentConfig
 from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints, digest
 from jupyter_memory.context.request_parts import request_body
-from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
+from jupyter_memory.localapi import Fault, ToolCall, Turn
 
 OLD = time.time() - 5 * 86_400
 

@@ -13,7 +13,7 @@ from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig
 from jupyter_memory.cli import app as cli
 from jupyter_memory.errors import ConfigError
-from jupyter_memory.testing.fake_api import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 REVIEWER = """\
 ---

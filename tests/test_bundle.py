@@ -18,10 +18,10 @@ from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.cli import app as cli
 from jupyter_memory.errors import SecretRefused
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.memdir.freshness import age_days
 from jupyter_memory.sessions.bundle import BundleError, pack, replay, unpack
 from jupyter_memory.sessions.recording import Recording, RecordingError
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 CENTS = (
     "---\nname: revenue-in-cents\ndescription: sales.revenue is stored in cents\n"

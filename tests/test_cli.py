@@ -347,9 +347,9 @@ def test_context_brief_and_an_unknown_model(memdir: Path) -> None:
     assert data["model_known"] is False and data["window"] == 200_000
 
 
-def test_fake_api_module_starts_without_a_runpy_warning() -> None:
+def test_local_api_command_starts_without_a_runpy_warning() -> None:
     proc = subprocess.run(
-        [sys.executable, "-W", "error::RuntimeWarning", "-m", "jupyter_memory.testing.fake_api",
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "jupyter_memory.localapi",
          "--help"], capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 0, proc.stderr

@@ -11,8 +11,8 @@ import pytest
 from jupyter_memory.agent.client import NoModelConfigured, SharedClient
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.localapi import FakeAnthropic, Turn
 from jupyter_memory.recall.caches import last_prefetch
-from jupyter_memory.testing.fake_api import FakeAnthropic, Turn
 
 
 @pytest.fixture

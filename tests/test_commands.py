@@ -26,10 +26,10 @@ from IPython.utils.capture import capture_output
 
 from jupyter_memory.cli import app as cli
 from jupyter_memory.commands import BOTH, CLI, COMMANDS, MAGIC, commands_for, reference
+from jupyter_memory.localapi import Turn
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.memory import MemoryMagics
 from jupyter_memory.magics.state import forget_state
-from jupyter_memory.testing.fake_api import Turn
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD = 1_700_000_000  # a fixed modification time, so ages read the same in both runs

@@ -10,9 +10,9 @@ from IPython.core.interactiveshell import InteractiveShell
 from shell_helpers import MakeIp, fails, run
 
 from jupyter_memory.agent.compaction import CLEARED_MARKER, SUMMARY_REQUEST_HEAD, SUMMARY_SECTIONS
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.magics.compact import CompactMagics, parse_line
 from jupyter_memory.magics.state import state_for
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 from jupyter_memory.widgets.compaction import COMPACTION_MIME, compaction_breakdown
 
 SUMMARY = ("<analysis>private notes</analysis>\n<summary>\n1. Primary request and intent: "

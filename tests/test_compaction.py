@@ -32,8 +32,8 @@ from jupyter_memory.agent.compaction import (
 from jupyter_memory.agent.compaction.restore import restore_files
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.recall.conversation import budget_used
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 MODEL = "claude-haiku-4-5"  # a 200K window
 SUMMARY = (

@@ -6,7 +6,7 @@ import json
 
 from shell_helpers import run
 
-from jupyter_memory.testing.fake_api import Turn, estimate_request_tokens
+from jupyter_memory.localapi import Turn, estimate_request_tokens
 
 
 def test_count_wins_over_the_last_usage_once_a_turn_has_happened(ip, fake_api):

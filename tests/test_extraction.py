@@ -22,9 +22,9 @@ from jupyter_memory.agent.extraction import (
 )
 from jupyter_memory.agent.loop import TurnEvents, run_turn
 from jupyter_memory.agent.session import Session
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.pending import PendingArea
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 MARKER = "You are now the memory extraction agent"
 FEEDBACK = """\

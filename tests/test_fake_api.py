@@ -15,7 +15,7 @@ import anthropic
 import httpx2
 import pytest
 
-from jupyter_memory.testing import (
+from jupyter_memory.localapi import (
     NO_TURN_LEFT,
     FakeAnthropic,
     Fault,
@@ -27,7 +27,7 @@ from jupyter_memory.testing import (
     load_script,
     pytest_plugin,
 )
-from jupyter_memory.testing.fake_api import main as fake_api_main
+from jupyter_memory.localapi.cli import main as fake_api_main
 
 # The root conftest may not register the plugin yet; binding the fixture here makes it
 # visible to this module either way (an assignment, so no unused-import noise).
@@ -715,7 +715,7 @@ def test_command_line_serves_a_script(tmp_path) -> None:
         [
             sys.executable,
             "-m",
-            "jupyter_memory.testing.fake_api",
+            "jupyter_memory.localapi",
             "--port",
             "0",
             "--script",

@@ -25,7 +25,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
+from jupyter_memory.localapi import Fault, ToolCall, Turn
 
 pytestmark = pytest.mark.kernel
 

@@ -10,7 +10,7 @@ from jupyter_memory.agent.hooks import HookFailed, collect, dispatch
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.errors import JupyterMemoryError
-from jupyter_memory.testing.fake_api import Turn
+from jupyter_memory.localapi import Turn
 
 
 class Broken:

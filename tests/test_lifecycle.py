@@ -17,9 +17,9 @@ from jupyter_memory.agent.compaction import SUMMARY_REQUEST_HEAD, CompactionBloc
 from jupyter_memory.agent.lifecycle import HookResult, LifecycleHook
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import Session
+from jupyter_memory.localapi import Turn
 from jupyter_memory.memdir.trust import trust_folder
 from jupyter_memory.sessions.resume import Resumed, apply_resume
-from jupyter_memory.testing.fake_api import Turn
 
 MODEL = "claude-haiku-4-5"
 SUMMARY = "<analysis>x</analysis><summary>1. Primary request and intent: test.</summary>"

@@ -14,7 +14,7 @@ from IPython.utils.capture import capture_output
 from shell_helpers import MakeIp, fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME
-from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
+from jupyter_memory.localapi import Fault, ToolCall, Turn
 
 
 @pytest.fixture

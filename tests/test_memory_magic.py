@@ -13,13 +13,13 @@ from IPython.utils.capture import capture_output
 from shell_helpers import fails, run
 
 from jupyter_memory.agent.extraction import hook_for
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.memory import OPEN_MIME
 from jupyter_memory.magics.state import forget_state, state_for
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.archive import memdir_files
 from jupyter_memory.memdir.pending import PendingArea
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 MARKER = "You are now the memory extraction agent"
 

@@ -31,8 +31,8 @@ from jupyter_memory.context.pricing import (
     report,
 )
 from jupyter_memory.context.tokens import Usage
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.recall import last_prefetch
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXTRACTION_MARKER = "You are now the memory extraction agent"

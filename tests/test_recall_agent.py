@@ -23,8 +23,8 @@ from sessions import make_session as shared_session
 from jupyter_memory import recall
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.localapi import Fault, ToolCall, Turn
 from jupyter_memory.recall import SESSION_BUDGET_BYTES
-from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
 
 SELECTOR = "select_memories"
 OLD = time.time() - 5 * 86_400

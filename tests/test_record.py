@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import os
 import stat
@@ -16,6 +18,8 @@ from shell_helpers import MakeIp
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context.assemble import digest
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.agent import parse_subcommand
 from jupyter_memory.magics.state import forget_state, state_for
@@ -27,7 +31,6 @@ from jupyter_memory.sessions.recording import (
     describe_difference,
     first_difference,
 )
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 CENTS = (
     "---\nname: revenue-in-cents\ndescription: sales.revenue is stored in cents\n"
@@ -409,7 +412,7 @@ def test_recording_shares_repeated_parts_between_requests(tmp_path: Path, fake_a
     assert len(systems) == 1  # one blob, referenced three times
     full = rec.request(rec.exchanges[2])
     assert full["messages"][0]["role"] == "user" and isinstance(full["system"], list)
-    assert rec.exchanges[2]["digest"] == record.digest(full)
+    assert rec.exchanges[2]["digest"] == digest(full)
     assert [m["role"] for m in full["messages"]] == ["user", "assistant", "user", "assistant", "user"]
 
 
@@ -577,3 +580,29 @@ def test_agent_new_starts_a_fresh_session_in_the_same_kernel(ip, fake_api) -> No
     assert after.session_id not in cap.stdout
     run(ip, "%agent Second question")
     assert len(fake_api.requests[1].body["messages"]) == 1  # the conversation started over
+
+
+#: The names of the single module that record and replay were before they were split.
+OLD_SURFACE = (
+    "FORMAT", "MATCH_ENV", "MATCH_MODES", "REPLAY_ENV", "SUFFIX", "VERSION", "Normaliser",
+    "Recorder", "Recording", "RecordingError", "ReplayMismatch", "Replayer", "controller",
+    "conversation_view", "default_recording_path", "describe_changes", "describe_difference",
+    "first_difference", "match_mode", "start_recording", "start_replay", "stop",
+)
+
+
+def test_the_package_exports_every_name_from_the_module_that_holds_it() -> None:
+    assert set(OLD_SURFACE) <= set(record.__all__)
+    assert sorted(record.__all__) == sorted(record._EXPORTS)
+    for name, module in record._EXPORTS.items():
+        home = importlib.import_module(f"jupyter_memory.sessions.recording.{module}")
+        assert getattr(record, name) is getattr(home, name), name
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        _ = record.Nothing
+    # The type checker reads the same names from the same modules.
+    tree = ast.parse(Path(record.__file__).read_text(encoding="utf-8"))
+    checked = {alias.name: node.module.rsplit(".", 1)[1]
+               for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+               and (node.module or "").startswith("jupyter_memory.sessions.recording.")
+               for alias in node.names}
+    assert checked == record._EXPORTS

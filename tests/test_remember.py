@@ -21,8 +21,8 @@ from jupyter_memory.agent.remember import (
 )
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.errors import ConfigError, MemoryDisabled, MemoryExists
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.memdir import frontmatter
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 TODAY = dt.date(2026, 3, 14)  # a Saturday
 

@@ -19,7 +19,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from jupyter_memory.testing.fake_api import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 pytestmark = pytest.mark.kernel
 

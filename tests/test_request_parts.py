@@ -29,8 +29,8 @@ from jupyter_memory.context.request_parts import (
     turn_record_schema,
 )
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.sessions.resume import conversation_from_notebook, notebook_requests
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 from jupyter_memory.widgets.render import turn_bundle
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -19,6 +19,7 @@ from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import Session
 from jupyter_memory.cli import app as cli
 from jupyter_memory.context.assemble import digest, wire_messages
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.state import forget_state
 from jupyter_memory.sessions.resume import (
@@ -28,7 +29,6 @@ from jupyter_memory.sessions.resume import (
     import_transcript,
     resume_session,
 )
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 from jupyter_memory.transcript.reader import read_entries
 from jupyter_memory.transcript.rebuild import CONTINUE_PROMPT, NOOP_REPLY
 from jupyter_memory.widgets.render import turn_bundle

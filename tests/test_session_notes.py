@@ -28,7 +28,7 @@ from jupyter_memory.agent.session_notes import (
     template,
 )
 from jupyter_memory.context.tokens import estimate_messages
-from jupyter_memory.testing.fake_api import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 MODEL = "claude-haiku-4-5"
 SMALL = "claude-3-5-haiku-latest"

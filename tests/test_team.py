@@ -324,8 +324,8 @@ def test_prefetch_attaches_team_memory_and_explains_its_scope(tmp_path: Path, fa
                                                               monkeypatch) -> None:
     from jupyter_memory.agent.loop import run_turn
     from jupyter_memory.agent.session import AgentConfig, Session
+    from jupyter_memory.localapi import ToolCall, Turn
     from jupyter_memory.recall.model_selector import SELECTOR_TOOL_NAME
-    from jupyter_memory.testing.fake_api import ToolCall, Turn
 
     env = person(tmp_path, "ana")
     shared = tmp_path / "elsewhere" / "team"
@@ -363,7 +363,7 @@ def test_agent_writes_team_memory_through_its_tools(tmp_path: Path, fake_api,
                                                      monkeypatch) -> None:
     from jupyter_memory.agent.loop import run_turn
     from jupyter_memory.agent.session import AgentConfig, Session
-    from jupyter_memory.testing.fake_api import ToolCall, Turn
+    from jupyter_memory.localapi import ToolCall, Turn
 
     env = person(tmp_path, "ana")
     for key in ("HOME", "CLAUDE_CONFIG_DIR", "JUPYTER_MEMORY_DIR", "USER", "GIT_AUTHOR_NAME"):
@@ -398,7 +398,7 @@ def test_extraction_agent_files_team_memories_by_the_scope_rules(tmp_path: Path,
     from jupyter_memory.agent.extraction import install
     from jupyter_memory.agent.loop import run_turn
     from jupyter_memory.agent.session import AgentConfig, Session
-    from jupyter_memory.testing.fake_api import ToolCall, Turn
+    from jupyter_memory.localapi import ToolCall, Turn
 
     env = person(tmp_path, "ana")
     for key in ("HOME", "CLAUDE_CONFIG_DIR", "JUPYTER_MEMORY_DIR", "USER", "GIT_AUTHOR_NAME"):

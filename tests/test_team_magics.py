@@ -12,7 +12,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from shell_helpers import MakeIp, fails, run
 
-from jupyter_memory.testing.fake_api import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

@@ -191,7 +191,7 @@ def test_record_keeps_the_most_telling_decisions_and_counts_the_rest():
 
 def test_turn_record_does_not_grow_with_the_memdir(fake_api, tmp_path, monkeypatch):
     from jupyter_memory.agent.loop import RECORD_DECISIONS, run_turn
-    from jupyter_memory.testing.fake_api import Turn
+    from jupyter_memory.localapi import Turn
 
     root = tmp_path / "proj"
     root.mkdir()
@@ -209,8 +209,8 @@ def test_turn_record_does_not_grow_with_the_memdir(fake_api, tmp_path, monkeypat
 
 def test_prefetch_record_decisions_match_the_full_list(fake_api, tmp_path, monkeypatch):
     from jupyter_memory.agent.loop import run_turn
+    from jupyter_memory.localapi import Turn
     from jupyter_memory.recall import last_prefetch
-    from jupyter_memory.testing.fake_api import Turn
 
     root = tmp_path / "proj"
     root.mkdir()

@@ -487,7 +487,7 @@ def test_every_view_marks_its_bundle_for_the_kernel_free_fallback(session):
 
 def test_turn_view_of_a_real_turn(session, fake_api):
     from jupyter_memory.agent.loop import run_turn
-    from jupyter_memory.testing.fake_api import ToolCall, Turn
+    from jupyter_memory.localapi import ToolCall, Turn
 
     path = session.memdir / "project_revenue_in_cents.md"
     fake_api.script([

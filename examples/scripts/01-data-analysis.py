@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "01-data-analysis.ipynb"
 

@@ -4,7 +4,7 @@ One agent turn: the index names a memory about revenue, so the "model" reads it 
 rounding preference, inspects ``sales``, then answers in rounded euros.
 """
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 
 def respond(req):

@@ -6,7 +6,7 @@ memories a message needs; the main model answers with whatever its request holds
 the memories when it needs no tool, with them after a tool round or when the notebook waits.
 """
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 CHART = "How should I chart revenue by region"
 LOOK_FIRST = "Look at revenue_by_region first"

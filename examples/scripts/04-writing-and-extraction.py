@@ -7,7 +7,7 @@ agent, after each tool-less answer, reads the index and saves the fact stated in
 
 import re
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 TEST_ORDERS = """\
 ---

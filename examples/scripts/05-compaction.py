@@ -12,7 +12,7 @@ import json
 import random
 from collections import Counter
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 REGIONS = ["north", "south", "east", "west", "central", "online", "wholesale"]
 YEARS = (2026, 2025)  # the order the notebook's data cell makes them in

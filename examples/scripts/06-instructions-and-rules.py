@@ -13,7 +13,7 @@ defines.
 
 import json
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 Q3_CENTS = {"north": 160_340_012, "south": 121_950_433, "east": 98_004_120,
             "west": 87_615_990, "online": 171_245_880}

@@ -12,7 +12,7 @@ notebook's own data cell, so they match what the agent's code prints in the kern
 import json
 from pathlib import Path
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "07-compaction-under-pressure.ipynb"
 LIMIT = 8.0

@@ -14,7 +14,7 @@ only because its old conversation was sent again.
 
 import re
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 CUT_OFF = 45
 TEST_ACCOUNT = "C-107"

@@ -18,7 +18,7 @@ import json
 import re
 from pathlib import Path
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "09-stale-and-wrong-memories.ipynb"
 

@@ -13,7 +13,7 @@ are refused, and it ends without saving anything.
 The keys are fake: "FAKE" in the middle, and far shorter than a real one.
 """
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 PLANTED = "team/reference_warehouse_export.md"
 CENTS = "team/project_revenue_in_cents.md"

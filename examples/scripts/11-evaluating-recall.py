@@ -10,7 +10,7 @@ memories its request carries, and says when it has none.
 
 import re
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 RETURNS = "Which table should I query?"
 CHURN = "What did we decide last week about retraining the churn model?"

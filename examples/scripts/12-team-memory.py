@@ -5,7 +5,7 @@ the team index points at, then answers. The defined agent ``data-reviewer`` save
 learned into its own memory folder, then reports.
 """
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 REVIEW_NOTE = """\
 ---

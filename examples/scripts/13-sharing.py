@@ -11,7 +11,7 @@ import shutil
 import time
 from pathlib import Path
 
-from jupyter_memory.testing import ToolCall, Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 RECORD_FIRST = ["sales-review.ipynb"]
 PROJECT = Path(__file__).resolve().parent.parent / "13-sharing"

@@ -34,7 +34,7 @@ class NoModelConfigured(JupyterMemoryError):
 CONNECT_HELP = (
     "No model is connected. Set ANTHROPIC_API_KEY to use Anthropic's API, or set "
     "ANTHROPIC_BASE_URL to any endpoint that speaks the Messages API (for example the "
-    "offline test server: `python -m jupyter_memory.testing.fake_api`). Memory browsing, "
+    "offline test server: `python -m jupyter_memory.localapi`). Memory browsing, "
     "%context and %%remember with --name/--description/--type work without a model."
 )
 

@@ -12,8 +12,8 @@ Prices are US dollars per million tokens from Anthropic's public pricing page
 writes are billed at 1.25x the input price (the 5-minute cache this project uses) and
 cache reads at 0.1x, except where the page lists a lower cache-hit price.
 
-Usage answered by the local scripted server (``testing.fake_api``, which replay also
-uses) is *simulated*: that server names its messages ``msg_fake_NNNN``, and a call whose
+Usage answered by the local scripted server (``jupyter_memory.localapi``, which replay
+also uses) is *simulated*: that server names its messages ``msg_fake_NNNN``, and a call whose
 message id has that prefix is counted as simulated, so no report passes invented numbers
 off as a bill.
 """
@@ -36,7 +36,7 @@ PRICING_DATE = "2026-12-01"
 CACHE_WRITE_FACTOR = 1.25
 #: Cache reads cost this times the input price, unless a row says otherwise.
 CACHE_READ_FACTOR = 0.1
-#: Message ids of the local scripted server start with this (see ``testing.fake_api``).
+#: Message ids of the local scripted server start with this (see ``localapi.server``).
 SIMULATED_ID_PREFIX = "msg_fake_"
 #: The kinds of model call, in the order reports list them.
 KINDS = ("main", "selector", "extraction", "remember", "summary", "notes")
@@ -243,6 +243,8 @@ class CostReport:
                                  for i, (c, w) in enumerate(zip(line, widths, strict=True))))
         out.append(f"Source: {self.source}.")
         if self.simulated:
+            # The committed example notebooks show this sentence word for word, old module
+            # name included; it changes when they are next recorded.
             out.append("Simulated: these numbers came from the local scripted server "
                        "(testing.fake_api, which replay also uses), not from a bill.")
         unpriced = self.total.unpriced_models

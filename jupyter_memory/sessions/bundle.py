@@ -32,7 +32,8 @@ from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.errors import JupyterMemoryError, SecretRefused
 from jupyter_memory.memdir.clock import now_iso
 from jupyter_memory.memdir.fsutil import atomic_write
-from jupyter_memory.sessions.recording import REPLAY_ENV, Recording, default_recording_path
+from jupyter_memory.sessions.recording.control import REPLAY_ENV
+from jupyter_memory.sessions.recording.file import Recording, default_recording_path
 
 __all__ = [
     "BUNDLE_FORMAT",

@@ -3,7 +3,7 @@
 A replayed notebook refuses any request that differs from its recording, which is right
 for checking the examples but leaves a learner who changes a prompt with nothing to try.
 ``use_sandbox(session, "echo")`` starts the local Messages API server
-(``testing.fake_api``) in this process and sends every model call of the session there;
+(``jupyter_memory.localapi``) in this process and sends every model call of the session there;
 ``"script"`` answers from a script file first (the JSON list of turns of docs/fake-api.md)
 and echoes once it runs out; ``"live"`` goes back to the endpoint the environment names
 (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_BASE_URL``). Everything a sandbox answers is labelled
@@ -79,7 +79,7 @@ def _last_words(body: Mapping[str, Any]) -> str:
 def echo(body: Mapping[str, Any]) -> Any:
     """The sandbox's answer: the person's last words back; a forced tool call (the recall
     selector) gets an empty choice, so nothing is recalled by accident."""
-    from jupyter_memory.testing.fake_api import ToolCall, Turn
+    from jupyter_memory.localapi.script import ToolCall, Turn
 
     choice = body.get("tool_choice") or {}
     if choice.get("type") == "tool":
@@ -114,9 +114,9 @@ def hand_over(old: Session, new: Session) -> Sandbox | None:
 def _stop_recording(session: Session) -> str | None:
     """Stop a replay (it would refuse the learner's changes) or a recording (it captures
     the calls through a client the sandbox replaces); which one, or None."""
-    from jupyter_memory.sessions import recording
+    from jupyter_memory.sessions.recording import control
 
-    current = recording.stop(session)
+    current = control.stop(session)
     return None if current is None else current.kind
 
 
@@ -134,7 +134,8 @@ def use_sandbox(
         raise SandboxError("`script` needs a script file (a JSON list of turns, docs/fake-api.md); "
                            "the other modes take none.")
     from jupyter_memory.agent.client import CONNECT_HELP, make_client
-    from jupyter_memory.testing.fake_api import FakeAnthropic, load_script
+    from jupyter_memory.localapi.script import load_script
+    from jupyter_memory.localapi.server import FakeAnthropic
 
     turns: list[Any] = []
     path = None

@@ -1,34 +1,19 @@
-"""The ``fake_api`` pytest fixture: a fresh local Messages API server per test.
+"""Deprecated: register ``jupyter_memory.localapi.pytest_plugin`` instead.
 
-Register with ``pytest_plugins = ["jupyter_memory.testing.pytest_plugin"]`` in the root
-conftest. The fixture points the ``anthropic`` SDK at the server through the environment,
-so code under test builds its client exactly as it would in production.
+The ``fake_api`` fixture is re-exported here for one release; importing this module warns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import warnings
 
-import pytest
-
-from jupyter_memory.testing.fake_api import FakeAnthropic, ManualClock
+from jupyter_memory.localapi.pytest_plugin import fake_api
 
 __all__ = ["fake_api"]
 
-
-@pytest.fixture
-def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
-    """A running :class:`FakeAnthropic` with a :class:`ManualClock`.
-
-    Sets ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_KEY=test-key`` for the test. The
-    clock only moves with ``fake_api.clock.advance(seconds)``, so cache expiry is
-    deterministic. The server stops at teardown.
-    """
-    server = FakeAnthropic(clock=ManualClock())
-    server.start()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    try:
-        yield server
-    finally:
-        server.stop()
+warnings.warn(
+    "jupyter_memory.testing.pytest_plugin is deprecated and will be removed in the next "
+    'release: register pytest_plugins = ["jupyter_memory.localapi.pytest_plugin"] instead.',
+    DeprecationWarning,
+    stacklevel=2,
+)

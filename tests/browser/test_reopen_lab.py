@@ -23,8 +23,8 @@ import pytest
 from lab_helpers import new_notebook, output, run_cell, shot
 
 from jupyter_memory.context.models import DEFAULT_MODEL
+from jupyter_memory.localapi import FakeAnthropic, Turn
 from jupyter_memory.memdir.store import MemoryStore
-from jupyter_memory.testing import FakeAnthropic, Turn
 
 pytestmark = pytest.mark.browser
 

@@ -21,8 +21,8 @@ from lab_helpers import run_cell as _run_cell
 from lab_helpers import shot as _shot
 
 import jupyter_memory
+from jupyter_memory.localapi import FakeAnthropic, Turn
 from jupyter_memory.memdir.store import MemoryStore
-from jupyter_memory.testing import FakeAnthropic, Turn
 
 pytestmark = pytest.mark.browser
 

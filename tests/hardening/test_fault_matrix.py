@@ -41,7 +41,7 @@ from jupyter_memory.agent.compaction import (
 from jupyter_memory.agent.extraction import ExtractionHook, hook_for
 from jupyter_memory.agent.loop import TurnEvents, TurnResult, run_turn
 from jupyter_memory.agent.session import Session
-from jupyter_memory.testing.fake_api import Fault, ToolCall, Turn
+from jupyter_memory.localapi import Fault, ToolCall, Turn
 
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 

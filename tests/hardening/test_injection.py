@@ -24,8 +24,8 @@ from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.remember import remember_with_agent
 from jupyter_memory.agent.session import Session
 from jupyter_memory.agent.tools import DictNamespace, ToolContext, default_registry
+from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.memdir.store import MemoryStore
-from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 from .conftest import Cli
 

@@ -1,0 +1,77 @@
+"""Starting and stopping record and replay on a session, and which one is running."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jupyter_memory.sessions.recording.file import Recording, RecordingError
+from jupyter_memory.sessions.recording.matching import MATCH_ENV, MATCH_MODES
+from jupyter_memory.sessions.recording.recorder import Recorder
+from jupyter_memory.sessions.recording.replayer import Replayer
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
+
+__all__ = [
+    "REPLAY_ENV",
+    "controller",
+    "match_mode",
+    "start_recording",
+    "start_replay",
+    "stop",
+]
+
+REPLAY_ENV = "JUPYTER_MEMORY_REPLAY"
+"""When set to a recording file, a kernel's agent session replays it from the start."""
+
+
+def controller(session: Session) -> Recorder | Replayer | None:
+    """The recorder or replayer attached to ``session``, if any."""
+    for hook in session.hooks:
+        if isinstance(hook, Recorder | Replayer) and hook.active:
+            return hook
+    return None
+
+
+def stop(session: Session) -> Recorder | Replayer | None:
+    """Stop recording or replaying (the file stays); returns what was stopped."""
+    current = controller(session)
+    if current is not None:
+        current.stop()
+    return current
+
+
+def start_recording(session: Session, path: str | os.PathLike[str]) -> Recorder:
+    """Record every model exchange of ``session`` from now on into ``path`` (overwritten)."""
+    stop(session)
+    return Recorder(session, Recording.new(Path(path), session)).start()
+
+
+def match_mode(strict: bool = False, configured: str = "", env: Mapping[str, str] | None = None) -> str:
+    """The replay match in effect: ``strict`` when asked for by the flag, the setting or
+    ``JUPYTER_MEMORY_REPLAY_MATCH``; ``conversation`` otherwise."""
+    if strict:
+        return "strict"
+    env = os.environ if env is None else env
+    chosen = (configured or env.get(MATCH_ENV, "") or "conversation").strip().lower()
+    if chosen not in MATCH_MODES:
+        raise RecordingError(
+            f"Unknown replay match {chosen!r} (from {'the setting' if configured else MATCH_ENV}); "
+            f"use one of {', '.join(MATCH_MODES)}."
+        )
+    return chosen
+
+
+def start_replay(session: Session, path: str | os.PathLike[str], *, match: str = "conversation") -> Replayer:
+    """Answer every model call of ``session`` from the recording at ``path``.
+
+    ``match`` is ``conversation`` (the default: our own prompt text, tool descriptions and
+    settings may differ, with a warning) or ``strict`` (the whole request must be equal).
+    """
+    recording = Recording.load(path)
+    replayer = Replayer(session, recording, match=match)
+    stop(session)
+    return replayer.start()
