@@ -16,12 +16,12 @@ from jupyter_memory.agent.remember import (
     remember_direct,
     remember_offline,
     remember_with_agent,
-    scope_dir,
     scope_store,
 )
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.errors import ConfigError, MemoryDisabled, MemoryExists
 from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.scopes import scope_dir
 from jupyter_memory.testing.fake_api import ToolCall, Turn
 
 TODAY = dt.date(2026, 3, 14)  # a Saturday
@@ -138,25 +138,6 @@ def test_derive_cjk_name_and_description():
 
 
 # ----------------------------------------------------------------------------- scopes
-
-
-def test_scope_dirs(tmp_path: Path):
-    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "base"), "HOME": str(tmp_path)}
-    mem, root = tmp_path / "mem", tmp_path / "proj"
-    assert scope_dir("memdir", memdir=mem, project_root=root) == mem
-    assert scope_dir("user", memdir=mem, project_root=root, agent="rev", env=env) == (
-        tmp_path / "base" / "agent-memory" / "rev")
-    assert scope_dir("project", memdir=mem, project_root=root, agent="rev") == (
-        root / ".claude" / "agent-memory" / "rev")
-    assert scope_dir("local", memdir=mem, project_root=root, agent="rev") == (
-        root / ".claude" / "agent-memory-local" / "rev")
-    for bad in ("../x", "a/b", "", ".hidden"):
-        with pytest.raises(ConfigError):
-            scope_dir("user", memdir=mem, project_root=root, agent=bad, env=env)
-    assert scope_dir("team", memdir=mem, project_root=root) == mem / "team"  # SPEC §8
-    assert scope_dir("private", memdir=mem, project_root=root) == mem
-    with pytest.raises(ConfigError):
-        scope_dir("everyone", memdir=mem, project_root=root)
 
 
 @pytest.fixture

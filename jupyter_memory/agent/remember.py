@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from jupyter_memory.context import prompts
 from jupyter_memory.errors import ConfigError, MemoryDisabled
 from jupyter_memory.memdir import frontmatter
-from jupyter_memory.memdir.basedir import config_base
 from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.markdown import fence_flags
 from jupyter_memory.memdir.record import MEMORY_TYPES
+from jupyter_memory.memdir.scopes import DEFAULT_AGENT, scope_dir
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
 from jupyter_memory.memdir.words import FUNCTION_WORDS
 
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
 
 __all__ = [
-    "DEFAULT_AGENT",
-    "SCOPES",
     "Derived",
     "RelativeDate",
     "RememberResult",
@@ -50,55 +48,10 @@ __all__ = [
     "remember_direct",
     "remember_offline",
     "remember_with_agent",
-    "scope_dir",
     "scope_store",
 ]
 
-SCOPES = ("memdir", "private", "team", "user", "project", "local")
-"""Where ``%%remember`` writes: the project's memdir (``private`` is another name for it),
-the team folder, or an agent's own memory (SPEC §8)."""
-
-DEFAULT_AGENT = "jupyter-memory"
-"""The agent name used for agent-scoped memory when ``--agent`` is not given."""
-
-_AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-
-
 # ----------------------------------------------------------------------------- scopes
-
-
-def scope_dir(
-    scope: str,
-    *,
-    memdir: Path,
-    project_root: Path,
-    agent: str = DEFAULT_AGENT,
-    env: Mapping[str, str] | None = None,
-) -> Path:
-    """The folder a scope stands for.
-
-    ``memdir`` is the project's auto memory; ``user`` is ``<base>/agent-memory/<agent>/``,
-    ``project`` is ``<project>/.claude/agent-memory/<agent>/`` and ``local`` is
-    ``<project>/.claude/agent-memory-local/<agent>/``, as the reference lays out an
-    agent's own memory.
-    """
-    if scope not in SCOPES:
-        raise ConfigError(f"Unknown scope {scope!r}; use one of {', '.join(SCOPES)}.")
-    if scope in ("memdir", "private"):
-        return Path(memdir)
-    if scope == "team":
-        from jupyter_memory.memdir.team import folder_of
-
-        return folder_of(Path(memdir))
-    if not isinstance(agent, str) or not _AGENT_NAME.fullmatch(agent) or ".." in agent:
-        raise ConfigError(
-            f"The agent name {agent!r} cannot name a folder: use letters, digits, '-', '_' "
-            "or '.', starting with a letter or digit (for example 'data-reviewer')."
-        )
-    if scope == "user":
-        return config_base(env) / "agent-memory" / agent
-    folder = "agent-memory" if scope == "project" else "agent-memory-local"
-    return Path(project_root) / ".claude" / folder / agent
 
 
 def scope_store(session: Session, scope: str = "memdir", agent: str = DEFAULT_AGENT) -> MemoryStore:

@@ -43,11 +43,18 @@ from jupyter_memory.memdir.index import INDEX_NAME, load_for_model
 from jupyter_memory.memdir.location import MemoryLocation
 from jupyter_memory.memdir.record import Memory
 from jupyter_memory.memdir.scan import FileStat, ScanCache, scan
+from jupyter_memory.memdir.scopes import (
+    MEMORY_SCOPES,
+    TEAM_DIRNAME,
+    TEAM_PREFIX,
+    check_team_type,
+    default_scope,
+    scope_of,
+)
 from jupyter_memory.memdir.store import InvalidMemory, MemoryStore, WriteResult
 
 __all__ = [
     "AUTHOR_FIELD",
-    "SCOPES",
     "TEAM_PREFIX",
     "ScopedStore",
     "SyncReport",
@@ -66,9 +73,6 @@ __all__ = [
     "team_location",
 ]
 
-SCOPES = ("private", "team")
-TEAM_DIRNAME = "team"
-TEAM_PREFIX = "team/"
 SETTING = "teamMemoryDirectory"
 AUTHOR_FIELD = "author"
 #: Written into a team folder by :func:`clone` (and the first sync): the store's own
@@ -80,36 +84,6 @@ CONFLICT_MARK = ".conflict-"
 
 class TeamError(JupyterMemoryError):
     """A team operation that cannot go on (no repository, a git failure); says what to do."""
-
-
-# ---------------------------------------------------------------------------- scopes
-
-
-def scope_of(file: str) -> str:
-    """``team`` for a ``team/…`` memory path, else ``private``."""
-    return "team" if str(file).startswith(TEAM_PREFIX) else "private"
-
-
-def default_scope(type: str | None, text: str = "") -> str:
-    """The scope the reference's rules give a memory of ``type`` (SPEC §8).
-
-    ``user`` is always private; ``feedback`` is private unless it states a convention
-    for the whole project (which only the writer can judge, so this returns private);
-    ``project`` and ``reference`` lean team.
-    """
-    del text
-    return "team" if type in ("project", "reference") else "private"
-
-
-def check_team_type(type: Any, file: str) -> None:
-    """Refuse a ``user`` memory in the team folder, saying why."""
-    if str(type or "").strip().lower() == "user":
-        raise InvalidMemory(
-            f"{file}: a 'user' memory describes one person (their role, goals, preferences) "
-            "and is always private; it cannot go into the team folder, where everyone would "
-            "read it as their own. Save it without --scope team (in your private memory), "
-            "or, if it is really a team convention, give it type feedback or project."
-        )
 
 
 # ---------------------------------------------------------------------------- location
@@ -470,7 +444,7 @@ class ScopedStore(MemoryStore):
     def create(self, name: str, description: str, type: str, body: str, *,
                file: str | None = None, scope: str = "private", **options: Any) -> WriteResult:
         """Create a memory; ``scope="team"`` (or a ``team/…`` file) puts it in the team folder."""
-        if scope not in SCOPES:
+        if scope not in MEMORY_SCOPES:
             raise InvalidMemory(f"Unknown scope {scope!r}; use 'private' or 'team'.")
         rel = self._team_rel(file) if file is not None else None
         if scope == "team" or rel is not None:
