@@ -17,7 +17,6 @@ day it was written. ``stores.scope_store`` is the store a ``--scope`` writes to.
 
 from __future__ import annotations
 
-from jupyter_memory.agent.remember.dates import RelativeDate, find_relative_dates
 from jupyter_memory.agent.remember.derivation import Derived, derive, guess_type
 from jupyter_memory.agent.remember.filing import (
     REMEMBER_SYSTEM,
@@ -27,6 +26,7 @@ from jupyter_memory.agent.remember.filing import (
 from jupyter_memory.agent.remember.offline import remember_direct, remember_offline
 from jupyter_memory.agent.remember.result import RememberResult, date_warning
 from jupyter_memory.agent.remember.stores import scope_store
+from jupyter_memory.memdir.dates import RelativeDate, find_relative_dates
 
 __all__ = [
     "REMEMBER_SYSTEM",

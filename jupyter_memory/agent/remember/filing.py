@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jupyter_memory.agent.remember.dates import RelativeDate, find_relative_dates
 from jupyter_memory.agent.remember.result import RememberResult
 from jupyter_memory.context import prompts
 from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.dates import RelativeDate, find_relative_dates
 from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.store import MemoryStore
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from jupyter_memory.agent.remember.dates import find_relative_dates
 from jupyter_memory.agent.remember.derivation import derive
 from jupyter_memory.agent.remember.result import RememberResult
+from jupyter_memory.memdir.dates import find_relative_dates
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
 
 __all__ = ["remember_direct", "remember_offline"]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.agent.remember.dates import RelativeDate
+from jupyter_memory.memdir.dates import RelativeDate
 
 __all__ = ["RememberResult", "date_warning"]
 
