@@ -45,9 +45,9 @@ UNIT_DAYS = {"day": 1, "week": 7, "weekend": 7, "month": 30, "quarter": 91, "yea
 """How many days one of each unit spans, where a span is counted in days."""
 
 UNITS: dict[str, dict[str, str]] = {
-    "en": {"day": "day", "days": "day", "week": "week", "weeks": "week", "weekend": "weekend",
-           "weekends": "weekend", "month": "month", "months": "month", "quarter": "quarter",
-           "quarters": "quarter", "year": "year", "years": "year"},
+    "en": {"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
+           "months": "month", "quarter": "quarter", "quarters": "quarter", "year": "year",
+           "years": "year"},
     # 日 and a bare 月 are left out: "十日前" and "三月前" read as "before the 10th" and
     # "before March" in Chinese.
     "zh": {"天": "day", "个星期": "week", "星期": "week", "个礼拜": "week", "礼拜": "week",
