@@ -43,6 +43,9 @@ from recall_data import locomo as recall_locomo
 
 HERE = Path(__file__).resolve().parent
 REPORT = HERE / "README.md"
+#: Everything after this line of the report is written by hand (baselines measured once,
+#: such as the recall numbers of a change) and kept when the report is written again.
+KEPT = "<!-- Written by hand below this line; run_all.py keeps it. -->"
 
 
 @dataclass
@@ -461,6 +464,16 @@ def render(sections: list[Section], quick: bool, started: dt.datetime, total: fl
     return "\n".join(lines)
 
 
+def kept_notes(path: Path) -> str:
+    """The hand-written part of the report at ``path`` (from the :data:`KEPT` line), or ''."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    at = text.find(KEPT)
+    return "" if at < 0 else "\n" + text[at:]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI sizes: seconds per benchmark")
@@ -488,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     if output == "-":
         print(report)
     else:
-        Path(output).write_text(report, encoding="utf-8")
+        Path(output).write_text(report + kept_notes(Path(output)), encoding="utf-8")
         print(f"wrote {output}", file=sys.stderr)
     missed = [g.measure for s in sections for g in s.goals if not g.met]
     if missed:

@@ -18,6 +18,10 @@ class SymlinkRefused(InvalidPath):
     """
 
 
+class InvalidMemory(JupyterMemoryError, ValueError):
+    """Fields that cannot make a memory (empty name, unknown type, undecodable file)."""
+
+
 class SecretRefused(JupyterMemoryError, ValueError):
     """Text that looks like a credential was about to be stored."""
 

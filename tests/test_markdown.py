@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jupyter_memory.agent.remember import find_relative_dates
+from jupyter_memory.memdir.dates import find_relative_dates
 from jupyter_memory.memdir.index import parse_index
 from jupyter_memory.memdir.markdown import fence_flags, fence_open_at_end
 

@@ -1,4 +1,6 @@
-"""``%%remember`` logic: relative dates, offline derivation, scopes, and the agent path."""
+"""``%%remember`` logic: the date warning, offline derivation, scopes, and the agent path.
+
+The relative dates themselves are found by the storage layer's engine (test_dates.py)."""
 
 from __future__ import annotations
 
@@ -16,62 +18,18 @@ from jupyter_memory.agent.remember import (
     remember_direct,
     remember_offline,
     remember_with_agent,
-    scope_dir,
     scope_store,
 )
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.errors import ConfigError, MemoryDisabled, MemoryExists
 from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.scopes import scope_dir
 
 TODAY = dt.date(2026, 3, 14)  # a Saturday
 
 
-def phrases(text: str) -> dict[str, str]:
-    return {d.phrase: d.suggestion for d in find_relative_dates(text, TODAY)}
-
-
-# ----------------------------------------------------------------------------- relative dates
-
-
-@pytest.mark.parametrize(
-    ("text", "phrase", "suggestion"),
-    [
-        ("The export broke yesterday.", "yesterday", "2026-03-13"),
-        ("Ship it tomorrow", "tomorrow", "2026-03-15"),
-        ("Decided today.", "today", "2026-03-14"),
-        ("the day before yesterday we saw it", "the day before yesterday", "2026-03-12"),
-        ("Agreed last week.", "last week", "the week of 2026-03-02"),
-        ("Due next Monday.", "next Monday", "2026-03-16"),
-        ("Since last Friday", "last Friday", "2026-03-13"),
-        ("Closed last month", "last month", "2026-02"),
-        ("Reorg next quarter", "next quarter", "2026-Q2"),
-        ("It changed 3 days ago", "3 days ago", "2026-03-11"),
-        ("Back in two weeks", "in two weeks", "the week of 2026-03-23"),
-        ("这个口径是昨天定的", "昨天", "2026-03-13"),
-        ("上周开会决定", "上周", "the week of 2026-03-02"),
-        ("下周三上线", "下周三", "2026-03-18"),
-        ("三天前改的", "三天前", "2026-03-11"),
-        ("去年的数据", "去年", "2025"),
-        ("先週決めた", "先週", "the week of 2026-03-02"),
-        ("昨日のレポート", "昨日", "2026-03-13"),
-        ("来週の月曜日に締め切り", "来週の月曜日", "2026-03-16"),
-        ("2日前に変更", "2日前", "2026-03-12"),
-        ("어제 배포", "어제", "2026-03-13"),
-    ],
-)
-def test_relative_dates_are_found_with_absolute_suggestion(text, phrase, suggestion):
-    assert phrases(text) == {phrase: suggestion}
-
-
-def test_relative_dates_ignore_code_and_absolute_dates():
-    text = (
-        "Decided on 2026-03-02.\n"
-        "Filter with `df[df.day == yesterday]`.\n"
-        "```python\nyesterday = today - 1\n```\n"
-        "Weekly on Friday."
-    )
-    assert find_relative_dates(text, TODAY) == []
+# ----------------------------------------------------------------------------- date warning
 
 
 def test_relative_date_lines_and_warning_text():
@@ -81,11 +39,6 @@ def test_relative_date_lines_and_warning_text():
     assert warning is not None
     assert '"last week" (line 3) → the week of 2026-03-02' in warning
     assert date_warning([]) is None
-
-
-def test_overlapping_phrases_are_reported_once():
-    assert phrases("the day before yesterday") == {"the day before yesterday": "2026-03-12"}
-    assert phrases("上周三") == {"上周三": "2026-03-04"}
 
 
 # ----------------------------------------------------------------------------- derivation
@@ -138,25 +91,6 @@ def test_derive_cjk_name_and_description():
 
 
 # ----------------------------------------------------------------------------- scopes
-
-
-def test_scope_dirs(tmp_path: Path):
-    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "base"), "HOME": str(tmp_path)}
-    mem, root = tmp_path / "mem", tmp_path / "proj"
-    assert scope_dir("memdir", memdir=mem, project_root=root) == mem
-    assert scope_dir("user", memdir=mem, project_root=root, agent="rev", env=env) == (
-        tmp_path / "base" / "agent-memory" / "rev")
-    assert scope_dir("project", memdir=mem, project_root=root, agent="rev") == (
-        root / ".claude" / "agent-memory" / "rev")
-    assert scope_dir("local", memdir=mem, project_root=root, agent="rev") == (
-        root / ".claude" / "agent-memory-local" / "rev")
-    for bad in ("../x", "a/b", "", ".hidden"):
-        with pytest.raises(ConfigError):
-            scope_dir("user", memdir=mem, project_root=root, agent=bad, env=env)
-    assert scope_dir("team", memdir=mem, project_root=root) == mem / "team"  # SPEC §8
-    assert scope_dir("private", memdir=mem, project_root=root) == mem
-    with pytest.raises(ConfigError):
-        scope_dir("everyone", memdir=mem, project_root=root)
 
 
 @pytest.fixture

@@ -233,6 +233,8 @@ def test_concurrent_edit_keeps_both_versions(tmp_path: Path, remote: Path) -> No
     assert (Path(ana["JUPYTER_MEMORY_DIR"]) / "team" / copies[0].name).exists()
     code, out, _ = run("team", "status", env=ana)
     assert "conflict copies to resolve: " + copies[0].name in out
+    code, out, _ = run("team", "status", "--json", env=ana)
+    assert json.loads(out)["conflict_copies"] == [copies[0].name]
 
 
 def test_offline_sync_waits_and_sends_next_time(tmp_path: Path, remote: Path) -> None:

@@ -31,14 +31,14 @@ from jupyter_memory.context.assemble import RequestState
 from jupyter_memory.errors import ConfigError, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.basedir import config_base
+from jupyter_memory.memdir.scopes import AGENT_SCOPES, scope_dir
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.tools.base import ToolRegistry
     from jupyter_memory.memdir.store import MemoryStore
 
-__all__ = ["MEMORY_SCOPES", "AgentDefinition", "AgentSession", "find_agents", "load_agent"]
+__all__ = ["AgentDefinition", "AgentSession", "find_agents", "load_agent"]
 
-MEMORY_SCOPES = ("user", "project", "local")
 #: Tools an agent with memory always gets, so it can keep its memory folder.
 MEMORY_TOOLS = ("Read", "Write", "Edit")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -62,10 +62,6 @@ class AgentDefinition:
         """The agent's own memdir for its ``memory`` scope (None without one)."""
         if self.memory is None:
             return None
-        from jupyter_memory.agent.remember import (
-            scope_dir,  # the same folders ``%%remember --scope`` writes
-        )
-
         return scope_dir(self.memory, memdir=Path(project_root), project_root=Path(project_root),
                          agent=self.name, env=env)
 
@@ -118,9 +114,9 @@ def parse_agent(path: Path, scope: str) -> AgentDefinition:
     memory = doc.get("memory")
     if memory is not None:
         memory = str(memory).strip().lower()
-        if memory not in MEMORY_SCOPES:
+        if memory not in AGENT_SCOPES:
             raise ConfigError(f"{path}: memory: {doc.get('memory')!r} is not one of "
-                              f"{', '.join(MEMORY_SCOPES)}.")
+                              f"{', '.join(AGENT_SCOPES)}.")
     tools, notes = _tools(doc.get("tools"), path)
     model = doc.get("model")
     return AgentDefinition(

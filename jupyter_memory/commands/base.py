@@ -291,11 +291,11 @@ def parse(
 
 def scope_name(value: str) -> str:
     """An argparse ``type`` for ``--scope``: one of the scopes, said plainly otherwise."""
-    from jupyter_memory.agent.remember import SCOPES
+    from jupyter_memory.memdir.scopes import WRITE_SCOPES
 
-    if value not in SCOPES:
+    if value not in WRITE_SCOPES:
         raise argparse.ArgumentTypeError(
-            f"unknown scope {value!r}; use one of {', '.join(SCOPES)}")
+            f"unknown scope {value!r}; use one of {', '.join(WRITE_SCOPES)}")
     return value
 
 
@@ -428,7 +428,7 @@ class CommandContext:
 
     def store_for(self, scope: str = "memdir", agent: str | None = None) -> MemoryStore:
         """The store of a ``--scope``: the project's memory, the team folder or an agent's."""
-        from jupyter_memory.agent.remember import DEFAULT_AGENT, scope_dir
+        from jupyter_memory.memdir.scopes import DEFAULT_AGENT, scope_dir
         from jupyter_memory.memdir.store import MemoryStore
 
         base = self.project_store()

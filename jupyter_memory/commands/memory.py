@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jupyter_memory.agent.remember import DEFAULT_AGENT
 from jupyter_memory.commands.base import (
     BOTH,
     CLI,
@@ -36,6 +35,7 @@ from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.memdir.index import load_for_model, parse_index
 from jupyter_memory.memdir.record import MEMORY_TYPES, Memory
+from jupyter_memory.memdir.scopes import DEFAULT_AGENT
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.extraction import ExtractionHook

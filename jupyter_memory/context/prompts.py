@@ -121,7 +121,7 @@ that request: do not read it and do not mention what it holds.
 durable fact of the kinds above; say in your answer what you saved."""
 
 
-MEMORY_SCOPES = """\
+MEMORY_TEAM_TEXT = """\
 # Team memory
 
 Besides your private memory there is a team memory in `{team_dir}`, shared with everyone \
@@ -190,7 +190,7 @@ def memory_rules(
         )
     sections = [where, recall, MEMORY_TYPES_TEXT, how, MEMORY_NOT_SAVED, MEMORY_WHEN_TO_LOOK]
     if team_dir is not None:
-        sections.append(MEMORY_SCOPES.format(team_dir=team_dir))
+        sections.append(MEMORY_TEAM_TEXT.format(team_dir=team_dir))
     return "\n\n".join(sections)
 
 

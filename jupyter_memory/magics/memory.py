@@ -26,7 +26,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from jupyter_memory.agent.remember import DEFAULT_AGENT, SCOPES, scope_store
+from jupyter_memory.agent.remember import scope_store
 from jupyter_memory.commands import (
     MAGIC,
     PROGS,
@@ -42,6 +42,7 @@ from jupyter_memory.commands import (
 )
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.record import MEMORY_TYPES
+from jupyter_memory.memdir.scopes import DEFAULT_AGENT, WRITE_SCOPES
 
 OPEN_MIME = "application/vnd.jupyter-memory.open+json"
 """Asks the JupyterLab extension to open a file; other front ends show the path."""
@@ -187,7 +188,7 @@ class MemoryMagics(Magics):
     @argument("--name", "-n", help="Short name, e.g. revenue-in-cents")
     @argument("--description", "-d", help="One specific line: what the memory is about")
     @argument("--file", help="File name inside the memdir (default: derived from type and name)")
-    @argument("--scope", choices=SCOPES, default="memdir",
+    @argument("--scope", choices=WRITE_SCOPES, default="memdir",
               help="memdir or private (the project's memory, default), team (the shared "
                    "team folder), or an agent's own memory: user, project or local")
     @argument("--agent", default=DEFAULT_AGENT, help="Agent name for --scope user|project|local")

@@ -16,6 +16,7 @@ from typing import Any
 from jupyter_memory.memdir.clock import iso_utc
 from jupyter_memory.memdir.freshness import age_days as _age_days
 from jupyter_memory.memdir.frontmatter import Document
+from jupyter_memory.memdir.scopes import scope_of
 
 __all__ = [
     "MEMORY_TYPES",
@@ -118,7 +119,7 @@ class Memory:
             origin_session_id=_text(doc.get("originSessionId")),
             provenance=_provenance(doc.get(PROVENANCE_FIELD)),
             error=doc.error,
-            scope="team" if rel.startswith("team/") else "private",
+            scope=scope_of(rel),
         )
 
     def to_json(self) -> dict[str, Any]:

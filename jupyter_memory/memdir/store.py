@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, TypedDict
 
-from jupyter_memory.errors import InvalidPath, JupyterMemoryError, MemoryExists, MemoryNotFound
+from jupyter_memory.errors import InvalidMemory, InvalidPath, MemoryExists, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.clock import now_iso
 from jupyter_memory.memdir.fsutil import atomic_write, memdir_lock, read_no_follow, refuse_symlink
@@ -59,10 +59,6 @@ _MAX_NAME_BYTES = 255
 _INDEX_WHAT = f"The memory index {INDEX_NAME}"
 _SLUG_CHARS = 60
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
-
-
-class InvalidMemory(JupyterMemoryError, ValueError):
-    """Fields that cannot make a memory (empty name, unknown type, undecodable file)."""
 
 
 class AmbiguousMemory(MemoryNotFound):

@@ -25,7 +25,7 @@ from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_text
 from jupyter_memory.memdir.fsutil import read_no_follow
 from jupyter_memory.memdir.index import INDEX_NAME, load_for_model, normalize_file, parse_index
-from jupyter_memory.memdir.team import TEAM_PREFIX, scope_of
+from jupyter_memory.memdir.scopes import TEAM_PREFIX, scope_of
 from jupyter_memory.recall.conversation import agent_files, budget_used, surfaced_files
 from jupyter_memory.recall.limits import SESSION_BUDGET_BYTES
 from jupyter_memory.recall.session_view import RecallSession
