@@ -78,7 +78,7 @@ def find_secrets(text: str) -> list[SecretFinding]:
     spans = [view.original(start, end) for start, end, _ in hits.spans]
     findings: list[SecretFinding] = []
     line, counted = 1, 0
-    for (start, end), (_, _, kind) in zip(spans, hits.spans):
+    for (start, end), (_, _, kind) in zip(spans, hits.spans, strict=True):
         line += text.count("\n", counted, start)  # sorted: count line breaks once
         counted = start
         findings.append(SecretFinding(kind, line, excerpt(text, start, end, spans), start, end))
