@@ -147,6 +147,8 @@ class Detector:
     pattern: re.Pattern[str]
     accept: Callable[[re.Match[str]], bool]
     group: str | int = 0  # the part of the match that is the secret
+    #: Lower-case words of which one must occur in the text for the pattern to run at all.
+    keywords: tuple[str, ...] = ()
 
 
 def _whole(check: Callable[[str], bool], group: str | int = 0) -> Callable[[re.Match[str]], bool]:
@@ -190,6 +192,7 @@ FIRST: tuple[Detector, ...] = (
         ),
         lambda match: True,
         "pem",
+        keywords=("private key",),
     ),
 )
 
@@ -202,12 +205,14 @@ SHAPES: tuple[Detector, ...] = (
         ),
         _whole(lambda value: len(value) >= 4 and _unreferenced(value), "value"),
         "value",
+        keywords=("://",),
     ),
     Detector(
         "bearer token",
         re.compile(r"(?i:\bbearer)[ \t]+(?P<value>[A-Za-z0-9._~+/-]{20,}=*)"),
         _whole(_mixed_token, "value"),
         "value",
+        keywords=("bearer",),
     ),
     Detector(
         "HTTP basic credentials",
@@ -216,6 +221,7 @@ SHAPES: tuple[Detector, ...] = (
         ),
         _whole(token_ok, "value"),
         "value",
+        keywords=("authorization",),
     ),
     Detector(  # Authorization: Token …, Bearer …, ApiKey …: the header says it is a credential
         "authorization header",
@@ -226,6 +232,7 @@ SHAPES: tuple[Detector, ...] = (
         ),
         _whole(lambda value: _literal_secret(value.rstrip(".,"), quoted=False), "value"),
         "value",
+        keywords=("authorization",),
     ),
     Detector(
         "API key header",
@@ -238,6 +245,7 @@ SHAPES: tuple[Detector, ...] = (
         ),
         _whole(lambda value: _literal_secret(value, quoted=False), "value"),
         "value",
+        keywords=("x-", "api-key", "private-token", "subscription-key"),
     ),
     Detector(
         "GitHub token",  # wrapped over lines: every continuation line holds only token text
@@ -246,18 +254,21 @@ SHAPES: tuple[Detector, ...] = (
             r"(?:[ \t]*\r?\n[ \t>]*[A-Za-z0-9_]{2,}(?=[ \t]*(?:\r?\n|$)))+"
         ),
         lambda match: _wrapped_token_ok(match.group(0)),
+        keywords=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     Detector(
         "Docker registry credentials",
         re.compile(r"\"auth\"\s*:\s*\"(?P<value>[A-Za-z0-9+/]{8,}={0,2})\""),
         _whole(_docker_auth, "value"),
         "value",
+        keywords=('"auth"',),
     ),
     Detector(
         "Docker registry credentials",
         re.compile(r"\"(?:identitytoken|registrytoken)\"\s*:\s*\"(?P<value>[^\"\s]{8,})\""),
         _whole(_unreferenced, "value"),
         "value",
+        keywords=("identitytoken", "registrytoken"),
     ),
     Detector(
         "netrc password",
@@ -267,6 +278,7 @@ SHAPES: tuple[Detector, ...] = (
         ),
         _whole(_unreferenced, "value"),
         "value",
+        keywords=("machine", "default"),
     ),
     Detector(
         "command-line password",  # curl -u user:pass, curl --user=user:pass
@@ -276,6 +288,7 @@ SHAPES: tuple[Detector, ...] = (
         ),
         _whole(_unreferenced, "value"),
         "value",
+        keywords=("curl",),
     ),
     Detector(
         "command-line password",  # mysql -pSECRET (the value is glued to -p)
@@ -285,6 +298,7 @@ SHAPES: tuple[Detector, ...] = (
         ),
         _whole(_unreferenced, "value"),
         "value",
+        keywords=("mysql", "mariadb"),
     ),
     Detector(
         "command-line password",  # sshpass -p SECRET, docker login -p SECRET
@@ -294,6 +308,7 @@ SHAPES: tuple[Detector, ...] = (
         ),
         _whole(_unreferenced, "value"),
         "value",
+        keywords=("sshpass", "login"),
     ),
     Detector(
         "command-line password",  # --password SECRET (with a space: = is an assignment)
@@ -303,12 +318,14 @@ SHAPES: tuple[Detector, ...] = (
         ),
         _whole(lambda value: _literal_secret(value, quoted=False), "value"),
         "value",
+        keywords=("--",),
     ),
     Detector(
         "password or secret assignment",
         re.compile(r"(?P<key>" + _ASSIGNED_KEY + r")[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*" + _VALUE),
         lambda match: _literal_secret(_assigned_value(match), quoted=match["quoted"] is not None),
         "secret",
+        keywords=("pass", "pwd", "secret", "token", "key"),
     ),
     Detector(  # SECRET_KEY_BASE=…, RAILS_MASTER_KEY=…: the secret word is not at the end
         "password or secret assignment",
@@ -318,6 +335,7 @@ SHAPES: tuple[Detector, ...] = (
         ),
         lambda match: _env_secret(_assigned_value(match), quoted=match["quoted"] is not None),
         "secret",
+        keywords=("secret", "pass", "pwd", "token", "key", "credential"),
     ),
 )
 
@@ -349,7 +367,10 @@ def _secret_span(detector: Detector, match: re.Match[str]) -> tuple[int, int]:
 
 def detector_hits(text: str, detectors: tuple[Detector, ...]) -> Iterator[tuple[int, int, str]]:
     """(start, end, kind) of every secret ``detectors`` find in ``text``."""
+    lower = text.lower()
     for detector in detectors:
+        if not any(keyword in lower for keyword in detector.keywords):
+            continue  # a pattern whose keyword is absent cannot match: skip its pass
         for match in detector.pattern.finditer(text):
             if detector.accept(match):
                 start, end = _secret_span(detector, match)
