@@ -313,3 +313,15 @@ def test_no_finding_in_the_course_and_the_fixtures(path: Path) -> None:
         assert {text[f.start : f.start + 16] for f in findings} <= {"sk-" + "ant-api03-FAK"}
     else:
         assert findings == [], [(f.line, f.kind, f.excerpt) for f in findings]
+
+
+@pytest.mark.parametrize("text", [
+    "curl " * 4000, "mysql " * 4000, "sshpass " * 4000, "curl \\\n" * 5000,
+    "--password " * 4000, "SECRET_" * 10000, "A_SECRET_KEY_" * 5000 + "=",
+    "docker login " * 5000, "x-api-key: " * 5000, "QUJD" * 30000, "a\u200b" * 50000,
+    "vault " * 10000 + "s." * 10000,
+], ids=lambda text: repr(text[:14]))
+def test_repetitive_input_finds_nothing(text: str) -> None:
+    """Inputs that once made a pattern backtrack over the whole line (a bounded gap, a
+    bounded number of name parts now): each returns, and finds no secret in the noise."""
+    assert find_secrets(text) == []

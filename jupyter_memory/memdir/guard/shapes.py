@@ -95,6 +95,8 @@ def _literal_secret(value: str, quoted: bool) -> bool:
         return False
     if any(c in value for c in "([") or (value.isalpha() and value.islower()):
         return False  # a call, an index, or a plain word such as a variable name
+    if value.startswith("-") or value.endswith(":"):
+        return False  # the next option or key of a command line or header, not a value
     if _CAMEL_NAME.fullmatch(value):
         return False  # { csrf_token: csrfToken }: a variable in code
     has_digit = any(c.isdigit() for c in value)
@@ -174,8 +176,9 @@ _ASSIGNED_KEY = (  # the key must END in the keyword: max_tokens, tokenizer, pas
 )
 #: The rest of one shell command: it may go on after a backslash at the end of a line, but
 #: it ends at a line break (also a JSON ``\n`` escape, as in a logged tool call), a pipe or
-#: a ``;``/``&&`` — so ``date -u`` after ``curl … |`` is not curl's ``-u``.
-_SAME_COMMAND = r"(?:[^\n\\|;&]|\\[ \t]*\r?\n|\\[^n\n])*?"
+#: a ``;``/``&&`` — so ``date -u`` after ``curl … |`` is not curl's ``-u``. Bounded, so a
+#: line of a thousand ``curl`` words costs a thousand short searches, not a quadratic one.
+_SAME_COMMAND = r"(?:[^\n\\|;&]|\\[ \t]*\r?\n|\\[^n\n]){0,300}?"
 _VALUE = r"(?:(?P<q>[\"'`])(?P<quoted>[^\"'`\r\n]{1,512})(?P=q)|(?P<bare>[^\s\"'`,;]{1,512}))"
 
 #: The private key runs before every other rule: a vendor rule that matched a piece of
@@ -330,8 +333,9 @@ SHAPES: tuple[Detector, ...] = (
     Detector(  # SECRET_KEY_BASE=…, RAILS_MASTER_KEY=…: the secret word is not at the end
         "password or secret assignment",
         re.compile(
-            r"(?<![A-Za-z0-9_.-])(?P<key>(?:[A-Za-z0-9]+_)*(?i:" + _SECRET_WORD + r")"
-            r"(?:_[A-Za-z0-9]+)*)[\"']?[ \t]*(?:=|:)[ \t]*" + _VALUE
+            # At most four name parts on either side: bounded, so SECRET_SECRET_… is linear.
+            r"(?<![A-Za-z0-9_.-])(?P<key>(?:[A-Za-z0-9]{1,32}_){0,4}(?i:" + _SECRET_WORD + r")"
+            r"(?:_[A-Za-z0-9]{1,32}){0,4})[\"']?[ \t]*(?:=|:)[ \t]*" + _VALUE
         ),
         lambda match: _env_secret(_assigned_value(match), quoted=match["quoted"] is not None),
         "secret",
