@@ -325,3 +325,9 @@ def test_repetitive_input_finds_nothing(text: str) -> None:
     """Inputs that once made a pattern backtrack over the whole line (a bounded gap, a
     bounded number of name parts now): each returns, and finds no secret in the noise."""
     assert find_secrets(text) == []
+
+
+def test_the_security_page_counts_the_rules() -> None:
+    page = (ROOT / "docs/security.md").read_text(encoding="utf-8")
+    families = len({rule.family for rule in RULES})
+    assert f"{len(RULES)} rules in {families} families" in page

@@ -99,8 +99,7 @@ AI = _family("ai", (
              "jina_"),
     prefixed("anyscale-api-key", "Anyscale API key", r"esecret_[A-Za-z0-9]{24,}", "esecret_",
              mixed=True),
-    prefixed("voyage-api-key", "Voyage AI API key", r"pa-[A-Za-z0-9_\-]{43}", "pa-",
-             mixed=True, entropy=3.5),
+    assigned("voyage-api-key", "Voyage AI API key", ("voyage",), r"pa-[A-Za-z0-9_\-]{43}"),
     assigned("cohere-api-key", "Cohere API key", ("cohere", "co_api"), r"[A-Za-z0-9]{40}"),
     assigned("mistral-api-key", "Mistral API key", ("mistral",), r"[A-Za-z0-9]{32}"),
     assigned("together-api-key", "Together AI API key", ("together",), _HEX64),
@@ -265,8 +264,9 @@ CODE_AND_CI = _family("code-and-ci", (
     Rule("sidekiq-credentials", "Sidekiq Enterprise credentials",
          r"BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM[\"']?\s*[:=]\s*[\"']?"
          r"(?P<secret>[a-f0-9]{8}:[a-f0-9]{8})", ("contribsys",)),
-    prefixed("launchdarkly-token", "LaunchDarkly token", r"(?:api|sdk)-" + _UUID, "api-",
-             "sdk-"),
+    prefixed("launchdarkly-sdk-key", "LaunchDarkly token", r"sdk-" + _UUID, "sdk-"),
+    assigned("launchdarkly-token", "LaunchDarkly token", ("launchdarkly", "ld_api"),
+             r"api-" + _UUID),
     prefixed("defined-networking-key", "Defined Networking API key",
              r"dnkey-[a-z0-9=_\-]{26}-[a-z0-9=_\-]{52}", "dnkey-"),
 ))
