@@ -32,15 +32,13 @@ _BLOB = re2.compile(
 
 def _decode(blob: str) -> str | None:
     """The text ``blob`` encodes, or None when it is not base64 of readable text."""
-    compact = "".join(blob.split())
-    if len(compact.rstrip("=")) % 4 == 1:
-        return None
-    alphabet = "-_" if ("-" in compact or "_" in compact) else "+/"
-    if alphabet == "-_" and ("+" in compact or "/" in compact):
+    digits = "".join(blob.split()).rstrip("=")
+    url_safe = "-" in digits or "_" in digits
+    if len(digits) % 4 == 1 or (url_safe and ("+" in digits or "/" in digits)):
         return None
     try:
-        raw = base64.b64decode(compact.rstrip("=") + "=" * (-len(compact.rstrip("=")) % 4),
-                               altchars=alphabet.encode(), validate=True)
+        raw = base64.b64decode(digits + "=" * (-len(digits) % 4),
+                               altchars=b"-_" if url_safe else b"+/", validate=True)
         decoded = raw.decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
