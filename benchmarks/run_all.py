@@ -32,6 +32,7 @@ from typing import Any
 import bench_assembly
 import bench_cache
 import bench_cost_curve
+import bench_guard
 import bench_jsonl
 import bench_notebook_size
 import bench_resume
@@ -133,6 +134,29 @@ def scan_section(quick: bool) -> Section:
              "<= 2x", cold / naive <= 2),
     ]
     return Section("Memdir scan: warm cache vs naive", "python benchmarks/bench_scan.py",
+                   text, goals)
+
+
+def guard_section(quick: bool) -> Section:
+    repeat = 7 if quick else 15
+    res = bench_guard.run(100_000, repeat)
+    text = "\n".join([
+        f"`find_secrets` on 100,000 characters of realistic memories (no secret in them), "
+        f"{len(bench_guard.RULES)} vendor rules; CPU time, medians of {repeat} interleaved runs.",
+        "",
+        "| run | CPU time |",
+        "|---|---:|",
+        *(f"| {name} | {res[name] * 1000:.2f} ms |"
+          for name in ("guard", "one pattern", "rules, pre-filtered", "rules, all")),
+    ])
+    goals = [
+        Goal("credential guard on 100 KB, in single-pattern passes",
+             f"<= {bench_guard.GUARD_GOAL:g} (the guard before: 42)", f"{res['passes']:.1f}",
+             res["passes"] <= bench_guard.GUARD_GOAL, "<= 45", res["passes"] <= 45),
+        Goal("vendor rules, keyword pre-filter vs none", f">= {bench_guard.PREFILTER_GOAL:g}x "
+             "cheaper", f"{res['prefilter']:.1f}x", res["prefilter"] >= bench_guard.PREFILTER_GOAL),
+    ]
+    return Section("The credential guard on a memdir", "python benchmarks/bench_guard.py",
                    text, goals)
 
 
@@ -400,6 +424,7 @@ def recall_section(quick: bool) -> Section:
 
 SECTIONS: list[Callable[[bool], Section]] = [
     scan_section,
+    guard_section,
     assembly_section,
     jsonl_section,
     resume_section,
