@@ -154,6 +154,11 @@ def _number(schema: Mapping[str, Any], integer: bool) -> int | float:
     return up if _within(up, schema) or not _within(down, schema) else down
 
 
+def _count(schema: Mapping[str, Any], key: str) -> int:
+    value = schema.get(key)
+    return max(value, 0) if isinstance(value, int) else 0
+
+
 def _minimal(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> Any:
     if depth > _MAX_DEPTH:
         return None
@@ -176,12 +181,10 @@ def _minimal(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> 
         return out
     if kind == "array":
         items = schema.get("items")
-        count = schema.get("minItems") if isinstance(schema.get("minItems"), int) else 0
         item = _minimal(items, root, depth + 1) if isinstance(items, Mapping) else None
-        return [item] * max(count, 0)
+        return [item] * _count(schema, "minItems")
     if kind == "string":
-        length = schema.get("minLength") if isinstance(schema.get("minLength"), int) else 0
-        return "x" * max(length, 0)
+        return "x" * _count(schema, "minLength")
     if kind in ("integer", "number"):
         return _number(schema, kind == "integer")
     if kind == "boolean":

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-
 __all__ = [
     "CONTEXT_LIMIT_TOKENS",
     "FAULT_KINDS",

@@ -53,8 +53,8 @@ from jupyter_memory.agent.compaction.prompt import (
     extract_summary,
     summary_prompt,
 )
-from jupyter_memory.agent.compaction.sections import SUMMARY_SECTIONS, summary_sections
 from jupyter_memory.agent.compaction.restore import FILE_KIND, FILE_TOKENS, MAX_FILES, TOTAL_TOKENS
+from jupyter_memory.agent.compaction.sections import SUMMARY_SECTIONS, summary_sections
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
