@@ -269,6 +269,7 @@ def test_a_failing_selector_is_told_once_as_a_notice(fake_api, tmp_path: Path):
     assert text.startswith("🧠 Recall attached no memories to this message: the selector "
                            "(claude-sonnet-5-5) failed (InternalServerError (500)")
     assert "recall_selector = 'offline'" in text and "%memory why" in text
+    assert "forced tool call" not in text  # a server error says nothing of tool_choice
     assert payload["kind"] == "recall" and payload["status"] == "failed"
 
     # Another kind of failure is told too.
@@ -319,6 +320,7 @@ def test_the_selector_of_an_unanswered_tool_choice_is_reported(fake_api, tmp_pat
              events=TurnEvents(on_notice=lambda text, _payload: told.append(text)))
     [text] = told
     assert "SelectorError: the response held no select_memories call (it held text)" in text
+    assert "Prefetch needs an endpoint that answers a forced tool call" in text
 
 
 def test_the_no_model_message_shows_the_offline_way_to_try_the_agent(make_ip: MakeIp):

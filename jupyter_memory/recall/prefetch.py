@@ -46,7 +46,12 @@ from jupyter_memory.recall.limits import (
     MAX_FILES_PER_TURN,
     SESSION_BUDGET_BYTES,
 )
-from jupyter_memory.recall.model_selector import build_request, call_selector, validate
+from jupyter_memory.recall.model_selector import (
+    SelectorError,
+    build_request,
+    call_selector,
+    validate,
+)
 from jupyter_memory.recall.session_view import RecallSession
 
 if TYPE_CHECKING:
@@ -239,11 +244,13 @@ class Prefetch:
         if session is None or not first_failure(session, kind):
             return None
         who = f"the selector ({self.model})" if self.selector == "model" else "the selector"
+        endpoint = ("Prefetch needs an endpoint that answers a forced tool call "
+                    "(`tool_choice`); " if kind.startswith(f"{SelectorError.__name__}:") else "")
         text = (f"🧠 Recall attached no memories to this message: {who} failed "
                 f"({reason.removeprefix('selector failed: ')}). The turn went on without them; "
-                "`%memory why` lists the decisions. Prefetch needs an endpoint that answers a "
-                "forced tool call; `%config Agent.recall_selector = 'offline'` selects without "
-                "a model. This is said once per session for this error.")
+                f"`%memory why` lists the decisions. {endpoint}"
+                "`%config Agent.recall_selector = 'offline'` selects without a model. This is "
+                "said once per session for this error.")
         return text, {"kind": "recall", "status": "failed", "reason": reason,
                       "model": self.model if self.selector == "model" else None}
 
