@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
 from sessions import make_session
 from shell_helpers import MakeIp, run
 
@@ -65,8 +66,13 @@ def test_the_selector_request_goes_to_the_sonnet_model_by_default(fake_api, tmp_
 
 @pytest.mark.parametrize("how", ["environment", "config"])
 def test_a_notebook_switches_the_selector_to_a_smaller_model(
-    how: str, fake_api, make_ip: MakeIp, monkeypatch: pytest.MonkeyPatch
+    how: str, fake_api, shell: InteractiveShell, make_ip: MakeIp,
+    monkeypatch: pytest.MonkeyPatch
 ):
+    # Other modules' %config lines stay in the one shared shell: start from the defaults
+    # (make_ip puts the shell's settings back afterwards).
+    for name in ("model", "small_model"):
+        shell.config.Agent.pop(name, None)
     config = ["Agent.recall_mode = 'prefetch'", "Agent.wait_for_prefetch = True"]
     if how == "environment":
         monkeypatch.setenv("JUPYTER_MEMORY_SMALL_MODEL", "claude-haiku-4-5")
