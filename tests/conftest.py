@@ -109,8 +109,9 @@ def make_ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyP
     ``make_ip(project=None, *, memdir=None, config=())``: the kernel's working folder is
     ``project`` (default ``tmp_path/proj``, created if missing); ``JUPYTER_MEMORY_DIR`` is
     ``memdir`` (default ``tmp_path/mem``); each line of ``config`` is run as ``%config``
-    after loading. The agent state is forgotten before loading and again at teardown.
-    A module whose shell needs more (another magic, a setting, a clean-up) builds its own
+    after loading. The agent state is forgotten before loading and again at teardown,
+    when the shell's ``Agent`` settings are put back as they were (``%config`` writes into
+    the one shell every test shares). A module whose shell needs more (another magic, a setting, a clean-up) builds its own
     ``ip`` on this one.
     """
     from jupyter_memory.magics import load_ipython_extension
@@ -128,7 +129,9 @@ def make_ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyP
             shell.run_line_magic("config", line)
         return shell
 
+    saved = dict(shell.config.get("Agent", {}))
     yield make
+    shell.config.Agent = type(shell.config)(saved)
     forget_state(shell)
 
 

@@ -758,4 +758,4 @@ def test_count_tokens_validates_and_echo_responder(fake_api: FakeAnthropic) -> N
     assert status == 400 and b"messages: Field required" in data
     fake_api.responder = echo_responder
     reply = create(fake_api, messages=[{"role": "user", "content": "ping me back"}])
-    assert reply.content[0].text == "(fake_api echo) ping me back"
+    assert reply.content[0].text == "(echo) ping me back"

@@ -43,7 +43,7 @@ NEW_HOMES = {
     "RecordedRequest": "server",
     "ToolCall": "script",
     "Turn": "script",
-    "echo_responder": "script",
+    "echo_responder": "echo",
     "estimate_request_tokens": "tokens",
     "load_script": "script",
     "main": "cli",

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from jupyter_memory.agent.remember import (
+    MemoryNotFiled,
     date_warning,
     derive,
     find_relative_dates,
@@ -191,9 +192,11 @@ def test_agent_is_confined_to_the_target_folder_and_fields_are_enforced(
     assert refused["is_error"] and "outside" in refused["content"]
 
 
-def test_agent_that_saves_nothing_reports_its_words(session, fake_api):
+def test_agent_that_saves_nothing_raises_and_keeps_its_words(session, fake_api):
     fake_api.script([Turn(text="This is task progress, not worth remembering.")])
-    result = remember_with_agent(session, session.make_client(), session.store, "wip")
-    assert not result.saved
-    assert "Nothing was saved." in result.summary()
-    assert "task progress" in result.summary()
+    with pytest.raises(MemoryNotFiled) as caught:
+        remember_with_agent(session, session.make_client(), session.store, "wip")
+    assert str(caught.value).startswith("the memory was not saved: the model (")
+    assert "task progress" not in str(caught.value)
+    assert caught.value.agent_text == "This is task progress, not worth remembering."
+    assert session.store.list() == []

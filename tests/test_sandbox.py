@@ -32,7 +32,7 @@ def test_echo_answers_without_any_key_and_is_priced_as_simulated(session):
     box = use_sandbox(session, "echo")
     result = run_turn(session, "How many rows does the orders table have?")
     assert result.ok, result.error
-    assert result.answer == "(sandbox echo) How many rows does the orders table have?"
+    assert result.answer == "(echo) How many rows does the orders table have?"
     assert box.server.requests and "echo" in box.describe()
     rows = report(session.cost_ledger, "live").rows
     assert [r.kind for r in rows] == ["main"] and rows[0].simulated
@@ -46,7 +46,7 @@ def test_script_answers_first_then_echoes(session, tmp_path):
     first = run_turn(session, "What is the typical order?")
     second = run_turn(session, "And for the pro plan?")
     assert first.answer == "The median order is 41.50 euros."
-    assert second.answer == "(sandbox echo) And for the pro plan?"
+    assert second.answer == "(echo) And for the pro plan?"
     assert box.server.remaining == 0
 
 
@@ -90,7 +90,7 @@ def test_sandbox_magic_switches_in_one_line(ip):
     assert "echo: the local scripted server" in run(ip, "%sandbox echo").stdout
     cap = run(ip, "%%agent\nPlot revenue by region")
     records = [o.data[TURN_MIME] for o in cap.outputs if TURN_MIME in o.data]
-    assert records[-1]["answer"] == "(sandbox echo) Plot revenue by region"
+    assert records[-1]["answer"] == "(echo) Plot revenue by region"
     assert "echo:" in run(ip, "%sandbox").stdout
     assert fails(ip, "%sandbox loud").startswith("%sandbox: unknown sandbox mode")
     assert fails(ip, "%sandbox echo now").startswith("%sandbox: too many arguments")
@@ -102,7 +102,7 @@ def test_a_new_agent_session_keeps_the_sandbox(ip):
     assert "the echo sandbox carries over" in out
     cap = run(ip, "%%agent\nStill answered locally?")
     records = [o.data[TURN_MIME] for o in cap.outputs if TURN_MIME in o.data]
-    assert records[-1]["answer"] == "(sandbox echo) Still answered locally?"
+    assert records[-1]["answer"] == "(echo) Still answered locally?"
 
 
 def test_switching_a_replayed_session_stops_the_replay(session, tmp_path):
@@ -118,4 +118,4 @@ def test_switching_a_replayed_session_stops_the_replay(session, tmp_path):
     assert box.stopped == "replay" and recording.controller(session) is None
     assert "replay this session was under was stopped" in box.describe()
     result = run_turn(session, "A question the recording never saw")
-    assert result.ok and result.answer == "(sandbox echo) A question the recording never saw"
+    assert result.ok and result.answer == "(echo) A question the recording never saw"

@@ -126,22 +126,22 @@ No errors, no corrections from the person.
 </analysis>
 
 <summary>
-1. Primary request and intent:
+1. Primary Request and Intent:
    Find the days with zero revenue in the regional revenue logs of 2026 and 2025, then chart
    them (the chart is not started).
 
-2. Key technical concepts:
+2. Key Technical Concepts:
    - Revenue is logged in integer cents; a zero means no sales that day.
    - Each log has 28 days a month, 336 a year.
 
-3. Files and code sections:
+3. Files and Code Sections:
    - Kernel variables north_log … wholesale_log (2026) and north_log_2025 …
      wholesale_log_2025 (2025): text tables with the columns date and revenue_cents.
 
-4. Errors and fixes:
+4. Errors and Fixes:
    None.
 
-5. Problem solving:
+5. Problem Solving:
    Every log was inspected with InspectVariable. The zero-revenue days, by year and region:
 
    2026:
@@ -153,18 +153,18 @@ No errors, no corrections from the person.
    Dates with zero revenue in more than one region:
 {_shared_text()}
 
-6. All user messages:
+6. All User Messages:
    - "{FIRST}"
    - "{SECOND}"
    - "{THIRD}"
 
-7. Pending tasks:
+7. Pending Tasks:
    - Chart the zero-revenue days (announced, not started).
 
-8. Current work:
+8. Current Work:
    Answering which dates had zero revenue in more than one region; that answer is given.
 
-9. Optional next step:
+9. Optional Next Step:
    Chart the zero-revenue days per region, which the person announced: "{THIRD}"
 </summary>"""
 

@@ -112,33 +112,33 @@ needs later is the Q3 figures and the two fixes.
 </analysis>
 
 <summary>
-1. Primary request and intent:
+1. Primary Request and Intent:
    Q3 2026 revenue by region; a SQL query for it; a review of the Q3 query and the sales loader.
 
-2. Key technical concepts:
+2. Key Technical Concepts:
    - `revenue` values are integer cents; online is a channel, not a region.
 
-3. Files and code sections:
+3. Files and Code Sections:
    - Kernel variable q3_revenue_cents (cents): {", ".join(f"{r} {c:,}" for r, c in Q3_CENTS.items())}.
    - warehouse/queries/q3_revenue.sql: Q3 revenue by region.
    - warehouse/etl/load_sales.py: loads one day of the billing export.
 
-4. Errors and fixes:
+4. Errors and Fixes:
    - The query and the draft read `FROM sales`; fixed to `FROM analytics.sales`.
    - The loader appends; it must delete the day's rows before inserting.
 
-5. Problem solving:
+5. Problem Solving:
    North led the regions in Q3 with 160,340,012 cents.
 
-6. All user messages:
+6. All User Messages:
    - "What was our Q3 revenue, and which region led?"
    - "Draft a SQL query for Q3 revenue by region, and tell me where to keep the result."
    - "Before I schedule them: check warehouse/queries/q3_revenue.sql and warehouse/etl/load_sales.py."
 
-7. Pending tasks:
+7. Pending Tasks:
    None.
 
-8. Current work:
+8. Current Work:
    The review of the two files is done.
 </summary>"""
 

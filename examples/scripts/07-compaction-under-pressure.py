@@ -85,37 +85,37 @@ Months done so far: {", ".join(NAMES[m - 1] for m in months)}. No errors, no cor
 </analysis>
 
 <summary>
-1. Primary request and intent:
+1. Primary Request and Intent:
    Find every hour above 8 °C in the 2026 cold-room logs, month by month, with its time and
    temperature.
 
-2. Key technical concepts:
+2. Key Technical Concepts:
    - `logs` maps "2026-MM" to one month of hourly readings: 28 days × 24 hours, one line
      each ("2026-01-03 14:00    4.2"), temperatures in °C.
    - The limit is 8 °C; readings above it are excursions (the door left open).
 
-3. Files and code sections:
+3. Files and Code Sections:
    - Kernel variable `logs` (dict of 12 strings, built in a notebook cell by `month_log`).
    - Each month was read with `print(logs["2026-MM"])` through RunPython.
 
-4. Errors and fixes:
+4. Errors and Fixes:
    None.
 
-5. Problem solving:
+5. Problem Solving:
    Hours above 8 °C found so far:
 {found}
 
-6. All user messages:
+6. All User Messages:
 {said}
 
-7. Pending tasks:
+7. Pending Tasks:
    {pending}
 
-8. Current work:
+8. Current Work:
    {current or "Going through the months in order; the last answer listed the hours above "
     "8 °C for " + NAMES[months[-1] - 1] + "."}
 
-9. Optional next step:
+9. Optional Next Step:
    {next_step}
 </summary>"""
 

@@ -119,37 +119,37 @@ to keep every customer id with its day count.
 </analysis>
 
 <summary>
-1. Primary request and intent:
+1. Primary Request and Intent:
    Find which customers in `days_since_last_order` have churned (more than {CUT_OFF} days
    without an order) and the churn rate, without the test account {TEST_ACCOUNT}.
 
-2. Key technical concepts:
+2. Key Technical Concepts:
    - Churned: more than {CUT_OFF} days since the last order.
    - Day counts are relative to the data freeze of 2026-11-30.
 
-3. Files and code sections:
+3. Files and Code Sections:
    - Kernel variable `days_since_last_order`: customer id -> days since the last order.
      Every customer with its day count: {_listing(days)}.
 
-4. Errors and fixes:
+4. Errors and Fixes:
    None.
 
-5. Problem solving:
+5. Problem Solving:
    {TEST_ACCOUNT} is our own test account and is left out, which leaves {len(real)} customers.
    Churned: {", ".join(sorted(churned))}: {_rate(len(churned), len(real))}.
 
-6. All user messages:
+6. All User Messages:
    - "Which customers in `days_since_last_order` have churned? We count a customer as churned after more than {CUT_OFF} days without an order."
    - "Leave {TEST_ACCOUNT} out: it is our own test account. What is the churn rate then?"
    - "Where did we end up? One line with the churned customers and the rate."
 
-7. Pending tasks:
+7. Pending Tasks:
    A sentence for the churn report.
 
-8. Current work:
+8. Current Work:
    The final churn figure was confirmed: {_rate(len(churned), len(real))}.
 
-9. Optional next step:
+9. Optional Next Step:
    Draft the report sentence when asked.
 </summary>""")
 

@@ -32,10 +32,11 @@ class NoModelConfigured(JupyterMemoryError):
 
 
 CONNECT_HELP = (
-    "No model is connected. Set ANTHROPIC_API_KEY to use Anthropic's API, or set "
-    "ANTHROPIC_BASE_URL to any endpoint that speaks the Messages API (for example the "
-    "offline test server: `python -m jupyter_memory.localapi`). Memory browsing, "
-    "%context and %%remember with --name/--description/--type work without a model."
+    "No model is connected. To try the agent offline, run %sandbox echo: a local server in "
+    "the kernel answers with your own words. For a model, set ANTHROPIC_API_KEY to use "
+    "Anthropic's API, or ANTHROPIC_BASE_URL to any endpoint that speaks the Messages API, "
+    "before starting the kernel. Memory browsing, %context and %%remember work without a "
+    "model."
 )
 
 

@@ -165,6 +165,8 @@ def run_turn(
     try:
         _hooks(session, "before_turn", turn)
         turn.prefetch = session.start_prefetch(prompt, client)
+        if turn.prefetch is not None:
+            turn.prefetch.when_done(lambda prefetch: _notice_recall_failure(turn, prefetch))
         for round_index in range(session.config.max_turns):
             _consume_prefetch(turn, first_call=round_index == 0)
             _hooks(session, "before_call", turn, round_index)
@@ -199,6 +201,14 @@ def run_turn(
     result = TurnResult(status=status, answer=answer, record=record, error=error, usage=turn.usage)
     _hooks(session, "after_turn", turn, result)
     return result
+
+
+def _notice_recall_failure(turn: TurnState, prefetch: Any) -> None:
+    """Tell the person, through the turn's notices, that the selector failed (once per
+    session and kind of failure; the decisions in the record say it every time)."""
+    notice = prefetch.failure_notice()
+    if notice is not None:
+        turn.events.on_notice(*notice)
 
 
 def _consume_prefetch(turn: TurnState, *, first_call: bool) -> None:

@@ -29,6 +29,8 @@ from jupyter_memory.context.assemble import (
     report,
 )
 from jupyter_memory.context.models import (
+    DEFAULT_MODEL,
+    DEFAULT_SMALL_MODEL,
     MIN_CONTEXT_WINDOW,
     default_model,
     default_small_model,
@@ -73,10 +75,12 @@ class AgentConfig:
     """
 
     model: str = setting(
-        "", "Main model (default: $JUPYTER_MEMORY_MODEL or claude-sonnet-5-5).")
+        "", f"Main model (default: $JUPYTER_MEMORY_MODEL or {DEFAULT_MODEL}).")
     small_model: str = setting(
-        "", "Model for side calls such as recall selection "
-        "(default: $JUPYTER_MEMORY_SMALL_MODEL or claude-haiku-4-5).")
+        "", "Model for the side calls: recall selection and the session notes (default: "
+        f"$JUPYTER_MEMORY_SMALL_MODEL or {DEFAULT_SMALL_MODEL}, a Sonnet model as the "
+        "reference's selector uses; name a smaller one, such as claude-haiku-4-5, to make "
+        "them cheaper).")
     max_tokens: int = setting(8192, "Maximum output tokens of one model call.")
     max_turns: int = setting(25, "Maximum model calls in one agent turn.")
     permission_mode: str = setting(

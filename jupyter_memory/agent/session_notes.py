@@ -250,7 +250,9 @@ class SessionNotes:
     ``enabled`` defaults to ``$JUPYTER_MEMORY_SESSION_MEMORY`` when set, else the session
     config's ``session_memory`` (True unless set).
     The notes are written by ``small_model`` through ``client_factory`` (default: the
-    turn's client).
+    turn's client). Its default is the Sonnet model the selector uses: the sources do not
+    say which model writes the reference's notes, but the notes stand in for the
+    compaction summary, which the reference never hands to a smaller model.
     """
 
     def __init__(

@@ -11,8 +11,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-DEFAULT_MODEL = "claude-sonnet-5-5"
-DEFAULT_SMALL_MODEL = "claude-haiku-4-5"
+#: The Sonnet model this project uses by default.
+DEFAULT_SONNET = "claude-sonnet-5-5"
+#: The main model, unless ``JUPYTER_MEMORY_MODEL`` or ``Agent.model`` names another.
+DEFAULT_MODEL = DEFAULT_SONNET
+#: The model of the side calls (``Agent.small_model``): the recall selector and the session
+#: notes. A Sonnet model, because the reference's selector is one: its source asks "Sonnet
+#: to select the most relevant" memories. ``JUPYTER_MEMORY_SMALL_MODEL`` (or
+#: ``%config Agent.small_model``) names a smaller one, such as ``claude-haiku-4-5``.
+DEFAULT_SMALL_MODEL = DEFAULT_SONNET
 
 #: Output tokens reserved for the summary when deriving the effective window.
 SUMMARY_OUTPUT_RESERVE = 20_000
@@ -106,11 +113,18 @@ def unknown_model_note(name: str) -> str | None:
 
 
 def default_model(env: Mapping[str, str] | None = None) -> str:
+    """The main model: ``JUPYTER_MEMORY_MODEL``, else :data:`DEFAULT_MODEL`."""
     env = os.environ if env is None else env
     return env.get("JUPYTER_MEMORY_MODEL") or DEFAULT_MODEL
 
 
 def default_small_model(env: Mapping[str, str] | None = None) -> str:
+    """The side calls' model: ``JUPYTER_MEMORY_SMALL_MODEL``, else
+    :data:`DEFAULT_SMALL_MODEL` (a Sonnet model, the reference's choice for the selector).
+
+    It does not follow ``JUPYTER_MEMORY_MODEL``: the reference picks its selector's model
+    whatever the main model is.
+    """
     env = os.environ if env is None else env
     return env.get("JUPYTER_MEMORY_SMALL_MODEL") or DEFAULT_SMALL_MODEL
 

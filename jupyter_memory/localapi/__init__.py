@@ -6,6 +6,7 @@ library only; the pytest fixture lives in ``pytest_plugin`` so importing this pa
 never needs pytest. ``docs/fake-api.md`` documents scripts, tokens and the cache rule.
 
 Modules, one concern each: ``script`` (turns, tool calls, faults, ``load_script``),
+``echo`` (the responder of ``--echo`` and ``%sandbox echo``),
 ``clock``, ``tokens`` (the estimate), ``cache`` (the prompt cache), ``validation``,
 ``reply`` and ``sse`` (building and streaming a reply), ``transport`` (HTTP),
 ``server`` (:class:`FakeAnthropic`) and ``cli`` (``python -m jupyter_memory.localapi``).
@@ -25,7 +26,7 @@ _EXPORTS = {
     "RecordedRequest": "server",
     "ToolCall": "script",
     "Turn": "script",
-    "echo_responder": "script",
+    "echo_responder": "echo",
     "estimate_request_tokens": "tokens",
     "load_script": "script",
 }

@@ -7,7 +7,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from jupyter_memory.localapi.script import Turn, echo_responder, load_script
+from jupyter_memory.localapi.echo import echo_responder
+from jupyter_memory.localapi.script import Turn, load_script
 from jupyter_memory.localapi.server import FakeAnthropic
 
 __all__ = ["main"]
@@ -23,7 +24,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
     parser.add_argument("--script", help="JSON file with a list of turns (docs/fake-api.md)")
     parser.add_argument(
-        "--echo", action="store_true", help="when the script runs out, echo the last user message"
+        "--echo", action="store_true",
+        help="when the script runs out, echo the person's last words; a forced tool call "
+        "gets the emptiest input its schema accepts",
     )
     parser.add_argument("--min-cache-tokens", type=int, default=0, help="shortest cacheable prefix")
     parser.add_argument(

@@ -2,7 +2,7 @@
 
 A script is a queue of :class:`Turn` objects (or their JSON form, read by
 :func:`load_script`; the schema is in ``docs/fake-api.md``). A responder callable such as
-:func:`echo_responder` answers when the script runs out.
+``echo.echo_responder`` answers when the script runs out.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_memory.localapi.tokens import message_text
-
 __all__ = [
     "CONTEXT_LIMIT_TOKENS",
     "FAULT_KINDS",
@@ -24,7 +22,6 @@ __all__ = [
     "Fault",
     "ToolCall",
     "Turn",
-    "echo_responder",
     "load_script",
 ]
 
@@ -287,10 +284,3 @@ def load_script(source: str | Sequence[Mapping[str, Any]]) -> list[Turn]:
     if not isinstance(data, list):
         raise ValueError("a fake_api script must be a JSON list of turn objects")
     return [Turn.from_dict(item, f"turn {i}") for i, item in enumerate(data)]
-
-
-def echo_responder(request: Mapping[str, Any]) -> Turn:
-    """A responder for offline work: answers with the text of the last user message."""
-    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
-    text = message_text(users[-1]) if users else ""
-    return Turn(text=f"(fake_api echo) {text}")

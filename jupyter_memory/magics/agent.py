@@ -561,11 +561,15 @@ def _wait_for_background(session: Session, timeout: float) -> None:
 
 
 def _background_running(session: Session) -> bool:
-    """Whether work the turn started (extraction) is still running as the cell ends."""
+    """Whether work the turn started (extraction, the recall prefetch) is still running as
+    the cell ends, so a notice of it may come after."""
     from jupyter_memory.agent.extraction import hook_for
+    from jupyter_memory.recall import last_prefetch
 
     hook = hook_for(session)
-    return bool(hook is not None and hook.running)
+    prefetch = last_prefetch(session)
+    return bool((hook is not None and hook.running)
+                or (prefetch is not None and not prefetch.done()))
 
 
 class _StreamView:
@@ -575,6 +579,7 @@ class _StreamView:
         self.text = ""
         self.handle: Any = None
         self.notice_handle: Any = None
+        self.notice_shown = False  # whether notice_handle holds a notice (else a free spot)
         self.last = 0.0
 
     def events(self) -> TurnEvents:
@@ -609,20 +614,22 @@ class _StreamView:
             display(bundle, raw=True)
         else:
             self.handle.update(bundle, raw=True)
-        if expect_notice and self.notice_handle is None:
-            # Reserve a spot in this cell for background work (extraction) still running
-            # to report into, even after the cell has finished. Only then: an output that
-            # stays empty would be saved in the notebook for nothing.
+        if expect_notice and (self.notice_handle is None or self.notice_shown):
+            # Reserve a spot in this cell for background work (extraction, the prefetch)
+            # still running to report into, even after the cell has finished. Only then:
+            # an output that stays empty would be saved in the notebook for nothing.
             self.notice_handle = display({"text/plain": ""}, raw=True, display_id=True)
+            self.notice_shown = False
 
     def _on_notice(self, text: str, payload: dict[str, Any]) -> None:
         bundle: dict[str, Any] = {"text/markdown": text, "text/plain": text}
         if payload:
             bundle["application/vnd.jupyter-memory.notice+json"] = payload
-        if self.notice_handle is None:
+        if self.notice_handle is None or self.notice_shown:  # a notice never hides another
             self.notice_handle = display(bundle, raw=True, display_id=True)
         else:
             self.notice_handle.update(bundle, raw=True)
+        self.notice_shown = True
 
     def close(self) -> None:
         if self.handle is not None:

@@ -43,6 +43,7 @@ from jupyter_memory.commands import (
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.record import MEMORY_TYPES
 from jupyter_memory.memdir.scopes import DEFAULT_AGENT, WRITE_SCOPES
+from jupyter_memory.sessions.sandbox import echoes
 
 OPEN_MIME = "application/vnd.jupyter-memory.open+json"
 """Asks the JupyterLab extension to open a file; other front ends show the path."""
@@ -201,8 +202,10 @@ class MemoryMagics(Magics):
         With --type, --name and --description the memory is written as given, no model
         needed. Otherwise the model files it (chooses the type, writes a specific
         description, updates an existing memory instead of adding a duplicate); without
-        a model, or with --offline, the missing fields are derived by fixed rules and the
-        cell says what was guessed. Relative dates ("yesterday", "上周") are flagged.
+        a model, under %sandbox echo, or with --offline, the missing fields are derived by
+        fixed rules and the cell says what was guessed. A model that files nothing (an
+        echoing endpoint) fails the cell, saying how to save it by hand. Relative dates
+        ("yesterday", "上周") are flagged.
 
         Example::
 
@@ -246,8 +249,12 @@ class MemoryMagics(Magics):
                 try:
                     client = session.client()
                 except NoModelConfigured:
+                    client, reason = None, "No model is connected."
+                else:
+                    reason = "The echo sandbox has no model to file it." if echoes(session) else ""
+                if client is None or reason:
                     result = remember_offline(store, body, file=args.file, today=today,
-                                              reason="No model is connected.", **fields)
+                                              reason=reason, **fields)
                 else:
                     try:
                         result = remember_with_agent(session, client, store, body,

@@ -1,6 +1,6 @@
-"""What recall keeps between turns, per process: one scan cache per memdir and each
-session's latest prefetch. Below both prefetch and explain, so neither imports the other's
-module for it."""
+"""What recall keeps between turns, per process: one scan cache per memdir, each
+session's latest prefetch and the selector failures it was told of. Below both prefetch
+and explain, so neither imports the other's module for it."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from jupyter_memory.recall.session_view import RecallSession
 if TYPE_CHECKING:
     from jupyter_memory.recall.prefetch import Prefetch
 
-__all__ = ["last_prefetch", "remember_prefetch", "scan_cache"]
+__all__ = ["first_failure", "last_prefetch", "remember_prefetch", "scan_cache"]
 
 _CACHES: dict[str, ScanCache] = {}
 _LAST: OrderedDict[str, Prefetch] = OrderedDict()
 _LAST_CAP = 16
+_TOLD: OrderedDict[str, set[str]] = OrderedDict()
 _LOCK = threading.Lock()
 
 
@@ -52,3 +53,18 @@ def last_prefetch(session: RecallSession) -> Prefetch | None:
     if found is None or found._session() is not session:
         return None
     return found
+
+
+def first_failure(session: RecallSession, kind: str) -> bool:
+    """True the first time ``session`` meets a selector failure of ``kind`` (so it is told
+    once), False after that."""
+    key = str(getattr(session, "session_id", id(session)))
+    with _LOCK:
+        told = _TOLD.setdefault(key, set())
+        _TOLD.move_to_end(key)
+        while len(_TOLD) > _LAST_CAP:
+            _TOLD.popitem(last=False)
+        if kind in told:
+            return False
+        told.add(kind)
+        return True

@@ -9,18 +9,21 @@ answer that needs no tool call simply misses the memories, as in the reference.
 
 Every outcome, including a skip, is a :class:`Prefetch` whose :attr:`~Prefetch.decisions`
 explain each memory, so the turn record always says why recall did what it did. Nothing
-in here raises into the turn: a failing selector becomes a ``skipped`` decision.
+in here raises into the turn: a failing selector becomes a ``skipped`` decision, and
+:meth:`Prefetch.failure_notice` the one notice that tells the person (once per session and
+kind of failure, so a broken endpoint does not repeat it every turn).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +31,7 @@ from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_days
 from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, manifest
 from jupyter_memory.memdir.team import scan_all
 from jupyter_memory.recall.attach import attachment_message
-from jupyter_memory.recall.caches import remember_prefetch, scan_cache
+from jupyter_memory.recall.caches import first_failure, remember_prefetch, scan_cache
 from jupyter_memory.recall.conversation import (
     agent_files,
     budget_used,
@@ -43,7 +46,12 @@ from jupyter_memory.recall.limits import (
     MAX_FILES_PER_TURN,
     SESSION_BUDGET_BYTES,
 )
-from jupyter_memory.recall.model_selector import build_request, call_selector, validate
+from jupyter_memory.recall.model_selector import (
+    SelectorError,
+    build_request,
+    call_selector,
+    validate,
+)
 from jupyter_memory.recall.session_view import RecallSession
 
 if TYPE_CHECKING:
@@ -59,6 +67,8 @@ __all__ = [
 
 SELECTOR_KINDS = ("model", "offline")
 """Values of the ``recall_selector`` setting."""
+
+_LOG = logging.getLogger("jupyter_memory")
 
 _CJK_RE = re.compile(
     r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
@@ -191,6 +201,9 @@ class Prefetch:
         self._taken = False
         self._dropped_at_take: dict[str, str] = {}
         self._skip_decisions: list[dict[str, Any]] | None = None
+        self._failure_kind: str | None = None
+        # Callbacks waiting for the end; None once the run has ended (or never started).
+        self._when_done: list[Callable[[Prefetch], None]] | None = None if skip else []
         if skip:
             self._done.set()
 
@@ -203,6 +216,43 @@ class Prefetch:
     def wait(self, timeout: float | None = None) -> bool:
         """Block until finished or ``timeout`` seconds; return :meth:`done`."""
         return self._done.wait(timeout)
+
+    def when_done(self, callback: Callable[[Prefetch], None]) -> None:
+        """Call ``callback(self)`` once the prefetch has finished: now if it has, else from
+        its thread as it ends, before :meth:`wait` returns. A callback that raises is
+        logged, never raised."""
+        with self._lock:
+            if self._when_done is not None:
+                self._when_done.append(callback)
+                return
+        self._call(callback)
+
+    def _call(self, callback: Callable[[Prefetch], None]) -> None:
+        try:
+            callback(self)
+        except Exception:  # a front end's notice must not break recall
+            _LOG.exception("a callback of the recall prefetch failed")
+
+    def failure_notice(self) -> tuple[str, dict[str, Any]] | None:
+        """What to tell the person when the selector failed, with its payload; None when
+        it did not, or when this session was already told of this kind of failure."""
+        with self._lock:
+            if self.status != "failed" or self._failure_kind is None:
+                return None
+            kind, reason = self._failure_kind, str(self.reason)
+        session = self._session()
+        if session is None or not first_failure(session, kind):
+            return None
+        who = f"the selector ({self.model})" if self.selector == "model" else "the selector"
+        endpoint = ("Prefetch needs an endpoint that answers a forced tool call "
+                    "(`tool_choice`); " if kind.startswith(f"{SelectorError.__name__}:") else "")
+        text = (f"🧠 Recall attached no memories to this message: {who} failed "
+                f"({reason.removeprefix('selector failed: ')}). The turn went on without them; "
+                f"`%memory why` lists the decisions. {endpoint}"
+                "`%config Agent.recall_selector = 'offline'` selects without a model. This is "
+                "said once per session for this error.")
+        return text, {"kind": "recall", "status": "failed", "reason": reason,
+                      "model": self.model if self.selector == "model" else None}
 
     @property
     def selected(self) -> list[str]:
@@ -282,12 +332,19 @@ class Prefetch:
             self._select_and_read()
             with self._lock:
                 self.status = "done"
-        except Exception as exc:  # never break the turn: record and carry on
+        except Exception as exc:  # never break the turn: record, log and carry on
+            _LOG.debug("the recall selector failed", exc_info=True)
+            status = getattr(exc, "status_code", None)
             with self._lock:
                 self.status = "failed"
                 self.reason = f"selector failed: {_describe_error(exc)}"
+                self._failure_kind = f"{type(exc).__name__}:{status or ''}"
                 self._attached.clear()
         finally:
+            with self._lock:
+                callbacks, self._when_done = self._when_done or [], None
+            for callback in callbacks:
+                self._call(callback)
             self._done.set()
 
     def _select_and_read(self) -> None:

@@ -5,7 +5,7 @@ for checking the examples but leaves a learner who changes a prompt with nothing
 ``use_sandbox(session, "echo")`` starts the local Messages API server
 (``jupyter_memory.localapi``) in this process and sends every model call of the session there;
 ``"script"`` answers from a script file first (the JSON list of turns of docs/fake-api.md)
-and echoes once it runs out; ``"live"`` goes back to the endpoint the environment names
+and echoes once it runs out (the echo is the local server's own, ``localapi.echo``); ``"live"`` goes back to the endpoint the environment names
 (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_BASE_URL``). Everything a sandbox answers is labelled
 simulated by the cost report (its message ids start ``msg_fake_``).
 """
@@ -57,39 +57,16 @@ class Sandbox:
         return f"echo: {where} answers every call with the text of your last message. Usage is simulated."
 
 
-ECHO_PREFIX = "(sandbox echo) "
-
-
-def _last_words(body: Mapping[str, Any]) -> str:
-    """The person's last words: the last text block of the last user message that is not
-    harness context (``<system-reminder>`` blocks) and not a tool result."""
-    for message in reversed(body.get("messages") or []):
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        texts = [b.get("text", "") for b in blocks if isinstance(b, Mapping)
-                 and b.get("type") == "text"
-                 and not str(b.get("text", "")).lstrip().startswith("<system-reminder>")]
-        if texts:
-            return texts[-1]
-    return ""
-
-
-def echo(body: Mapping[str, Any]) -> Any:
-    """The sandbox's answer: the person's last words back; a forced tool call (the recall
-    selector) gets an empty choice, so nothing is recalled by accident."""
-    from jupyter_memory.localapi.script import ToolCall, Turn
-
-    choice = body.get("tool_choice") or {}
-    if choice.get("type") == "tool":
-        return Turn(tool_calls=[ToolCall(str(choice.get("name")), {"selected_memories": []})])
-    return Turn(text=ECHO_PREFIX + _last_words(body))
-
-
 def sandbox_of(session: Session) -> Sandbox | None:
     """The sandbox ``session`` was switched to, or None if it never was."""
     return getattr(session, "sandbox", None)
+
+
+def echoes(session: Session) -> bool:
+    """Whether ``session``'s model calls go to the echo sandbox, where no model answers:
+    work that needs one (``%%remember`` filing) is done by fixed rules instead."""
+    box = sandbox_of(session)
+    return box is not None and box.mode == "echo"
 
 
 def stop_sandbox(session: Session) -> None:
@@ -134,6 +111,7 @@ def use_sandbox(
         raise SandboxError("`script` needs a script file (a JSON list of turns, docs/fake-api.md); "
                            "the other modes take none.")
     from jupyter_memory.agent.client import CONNECT_HELP, make_client
+    from jupyter_memory.localapi.echo import echo_responder
     from jupyter_memory.localapi.script import load_script
     from jupyter_memory.localapi.server import FakeAnthropic
 
@@ -161,7 +139,7 @@ def use_sandbox(
         return box
     stop_sandbox(session)
     stopped = _stop_recording(session)
-    server = FakeAnthropic(responder=echo).start()
+    server = FakeAnthropic(responder=echo_responder).start()
     if turns:
         server.script(turns)
     def factory() -> Any:

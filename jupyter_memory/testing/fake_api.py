@@ -17,6 +17,7 @@ from jupyter_memory.localapi.cache import (
 )
 from jupyter_memory.localapi.cli import main
 from jupyter_memory.localapi.clock import ManualClock
+from jupyter_memory.localapi.echo import echo_responder
 from jupyter_memory.localapi.script import (
     CONTEXT_LIMIT_TOKENS,
     FAULT_KINDS,
@@ -24,7 +25,6 @@ from jupyter_memory.localapi.script import (
     Fault,
     ToolCall,
     Turn,
-    echo_responder,
     load_script,
 )
 from jupyter_memory.localapi.server import NO_TURN_LEFT, FakeAnthropic, RecordedRequest

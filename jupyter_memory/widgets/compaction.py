@@ -1,11 +1,17 @@
 """How a compaction reads in a notebook: the boundary with the size before and after, why
-the size changed as it did, and the summary folded away (HTML, plain text, the record)."""
+the size changed as it did, and the summary folded away, section by section under the
+reference's names (HTML, plain text, the record)."""
 
 from __future__ import annotations
 
 import html
 from typing import Any
 
+from jupyter_memory.agent.compaction.sections import (
+    SUMMARY_SECTIONS,
+    missing_sections,
+    summary_sections,
+)
 from jupyter_memory.context.tokens import estimate_tokens
 from jupyter_memory.widgets.markdown import markdown_to_html
 
@@ -15,6 +21,37 @@ COMPACTION_MIME = "application/vnd.jupyter-memory.compaction+json"
 def _method_words(data: dict[str, Any]) -> str:
     return "from the session notes" if data.get("method") == "session_memory" else (
         "by the main model")
+
+
+def sections_note(data: dict[str, Any]) -> str:
+    """Which of the nine summary sections the summary has, for the line that heads it.
+
+    Empty for a summary made from the session notes, which have headings of their own.
+    """
+    if data.get("method") == "session_memory":
+        return ""
+    _, sections = summary_sections(str(data.get("summary") or ""))
+    missing = missing_sections(sections)
+    total = len(SUMMARY_SECTIONS)
+    if not missing:
+        return f"all {total} sections"
+    if len(missing) == total:
+        return f"none of the {total} section headings found"
+    return f"{total - len(missing)} of the {total} sections; missing: {', '.join(missing)}"
+
+
+def summary_html(summary: str) -> str:
+    """The summary as HTML: each section under its name as the reference spells it
+    (summaries written with the former names included), else the markdown as written."""
+    preamble, sections = summary_sections(summary)
+    if not sections:
+        return markdown_to_html(summary)
+    parts = [markdown_to_html(preamble)] if preamble else []
+    for section in sections:
+        number = f"{section.number}. " if section.number is not None else ""
+        parts.append(f"<h4 style='margin:8px 0 2px'>{number}{html.escape(section.name)}</h4>"
+                     f"{markdown_to_html(section.body)}")
+    return "".join(parts)
 
 
 def compaction_breakdown(data: dict[str, Any]) -> list[str]:
@@ -70,7 +107,8 @@ def compaction_text(data: dict[str, Any]) -> str:
         lines.append(f"PostCompact hook: {text}")
     for text in data.get("warnings") or []:
         lines.append(f"Warning: {text}")
-    lines += ["", "Summary:", data.get("summary", ""), "",
+    note = sections_note(data)
+    lines += ["", f"Summary ({note}):" if note else "Summary:", data.get("summary", ""), "",
               "Undo with %compact --undo (the earlier conversation is in the cell outputs "
               "above and in the session log)."]
     return "\n".join(lines)
@@ -79,6 +117,7 @@ def compaction_text(data: dict[str, Any]) -> str:
 def compaction_html(data: dict[str, Any]) -> str:
     """HTML view: the boundary line, the summary folded, the way back."""
     esc = html.escape
+    note = sections_note(data)
     head = (
         f"Conversation compacted ({esc(str(data.get('trigger', 'manual')))}, summary "
         f"{_method_words(data)}): <b>{data.get('pre_tokens', 0):,}</b> → "
@@ -89,8 +128,8 @@ def compaction_html(data: dict[str, Any]) -> str:
         "<div style='border-top:2px dashed #999;border-bottom:2px dashed #999;padding:4px 0;"
         f"margin:6px 0;text-align:center'>{head}</div>",
         "".join(f"<p style='margin:2px 0'>{esc(line)}</p>" for line in compaction_breakdown(data)),
-        "<details><summary>Summary (click to open)</summary>"
-        f"{markdown_to_html(str(data.get('summary', '')))}</details>",
+        f"<details><summary>Summary{esc(f', {note}' if note else '')} (click to open)"
+        f"</summary>{summary_html(str(data.get('summary', '')))}</details>",
     ]
     files = data.get("files") or []
     if files:

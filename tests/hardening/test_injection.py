@@ -275,7 +275,9 @@ def test_remember_agent_path_refuses_credentials(ip: Any, memdir: Path, fake_api
         Turn(text="The key could not be saved."),
     ])
     out = remember(ip, "", f"The API key is {ANTHROPIC_KEY}")
-    assert "Nothing was saved." in out, out
+    assert out.startswith("%%remember: the memory was not saved: the model's write was "
+                          "refused ("), out
+    assert "credential" in out and ANTHROPIC_KEY not in out
     assert snapshot(memdir) == before
     refused = fake_api.requests[1].body["messages"][-1]["content"][0]
     assert refused["is_error"] and "credential" in refused["content"]

@@ -50,11 +50,11 @@ from jupyter_memory.agent.compaction.micro import (
 )
 from jupyter_memory.agent.compaction.prompt import (
     SUMMARY_REQUEST_HEAD,
-    SUMMARY_SECTIONS,
     extract_summary,
     summary_prompt,
 )
 from jupyter_memory.agent.compaction.restore import FILE_KIND, FILE_TOKENS, MAX_FILES, TOTAL_TOKENS
+from jupyter_memory.agent.compaction.sections import SUMMARY_SECTIONS, summary_sections
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
@@ -94,6 +94,7 @@ __all__ = [
     "state_of",
     "status",
     "summary_prompt",
+    "summary_sections",
     "undo",
 ]
 

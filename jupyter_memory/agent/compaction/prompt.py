@@ -9,18 +9,7 @@ from __future__ import annotations
 
 import re
 
-#: The nine sections of every summary, in order.
-SUMMARY_SECTIONS: tuple[str, ...] = (
-    "Primary request and intent",
-    "Key technical concepts",
-    "Files and code sections",
-    "Errors and fixes",
-    "Problem solving",
-    "All user messages",
-    "Pending tasks",
-    "Current work",
-    "Optional next step",
-)
+from jupyter_memory.agent.compaction.sections import SUMMARY_SECTIONS
 
 _SECTION_GUIDE = (
     "everything the person asked for, stated explicitly and in detail",
@@ -62,7 +51,7 @@ def summary_prompt(instructions: str | None = None) -> str:
         f"sections:\n{sections}\n\n"
         "Shape of the answer:\n"
         "<analysis>\n[your notes]\n</analysis>\n\n"
-        "<summary>\n1. Primary request and intent:\n   [...]\n\n2. Key technical concepts:\n"
+        f"<summary>\n1. {SUMMARY_SECTIONS[0]}:\n   [...]\n\n2. {SUMMARY_SECTIONS[1]}:\n"
         "   - [...]\n\n[sections 3 to 9 the same way]\n</summary>"
     )
     if instructions and instructions.strip():

@@ -8,11 +8,12 @@ of adding a duplicate.
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jupyter_memory.agent.remember.result import RememberResult
+from jupyter_memory.agent.remember.result import MemoryNotFiled, RememberResult
 from jupyter_memory.context import prompts
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.dates import RelativeDate, find_relative_dates
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
 
 __all__ = ["REMEMBER_SYSTEM", "remember_prompt", "remember_with_agent"]
+
+_LOG = logging.getLogger("jupyter_memory")
 
 
 REMEMBER_SYSTEM = """\
@@ -66,6 +69,19 @@ The text:
 >>>"""
 
 
+def _refused_writes(messages: list[dict[str, Any]]) -> list[str]:
+    """The first line of each error the run's Write and Edit calls got back."""
+    writes = {block.get("id") for message in messages if message.get("role") == "assistant"
+              for block in message.get("content") or []
+              if block.get("type") == "tool_use" and block.get("name") in ("Write", "Edit")}
+    return [str(block.get("content") or "").strip().splitlines()[0]
+            for message in messages if message.get("role") == "user"
+            for block in message.get("content") or []
+            if isinstance(block, dict) and block.get("type") == "tool_result"
+            and block.get("is_error") and block.get("tool_use_id") in writes
+            and str(block.get("content") or "").strip()]
+
+
 def _dates_in(store: MemoryStore, files: list[str], today: _dt.date | None) -> list[RelativeDate]:
     found: list[RelativeDate] = []
     for file in files:
@@ -88,8 +104,9 @@ def remember_with_agent(
     """Let the model file ``body`` with the memory tools, confined to ``store``'s folder.
 
     The fields the person gave are enforced after the run, whatever the model wrote.
-    Raises whatever the model call raises (the caller reports it and offers
-    ``--offline``).
+    Raises :class:`MemoryNotFiled` when nothing was saved (the model answered without
+    filing, as an echoing endpoint does), and whatever the model call raises (the caller
+    reports it and offers ``--offline``).
     """
     from jupyter_memory.agent.extraction import WriteTrackingStore, memory_registry, run_confined
     from jupyter_memory.agent.tools import PermissionPolicy, ToolContext
@@ -141,6 +158,16 @@ def remember_with_agent(
         out.files, out.created = files, [f for f in created if f in files]
     if run.stopped:
         out.notes.append(f"The agent used all {max_calls} model calls before it finished.")
+    if not files:
+        _LOG.debug("%%remember filed nothing; the model answered: %s", run.final_text)
+        refused = _refused_writes(run.messages)
+        if refused:
+            why = (f"the model's {'write was' if len(refused) == 1 else 'writes were'} "
+                   f"refused ({refused[0]})")
+        else:
+            why = " ".join(out.notes) or (
+                f"the model ({session.config.model}) answered without filing it")
+        raise MemoryNotFiled(why, agent_text=run.final_text)
     out.dates = _dates_in(store, files, day)
     return out
 

@@ -6,9 +6,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.dates import RelativeDate
 
-__all__ = ["RememberResult", "date_warning"]
+__all__ = ["BY_HAND", "MemoryNotFiled", "RememberResult", "date_warning"]
+
+#: How to save a memory the model did not file: every field given, or fixed rules.
+BY_HAND = ('Save it by hand with %%remember --type TYPE --name NAME --description "…" (no '
+           "model needed), or let fixed rules derive the fields with --offline or after "
+           "%sandbox echo.")
+
+
+class MemoryNotFiled(JupyterMemoryError):
+    """``%%remember`` asked the model to file the text and nothing was saved.
+
+    Raised rather than reported, so the cell fails and Run All stops with the fact still in
+    the cell. The message is one line (why, then how to save it); the model's own words
+    are kept in ``agent_text``, not shown: an endpoint that echoes would show the whole
+    filing prompt.
+    """
+
+    def __init__(self, why: str, *, agent_text: str = "") -> None:
+        super().__init__(f"the memory was not saved: {why.rstrip('.')}. {BY_HAND}")
+        self.why = why
+        self.agent_text = agent_text
 
 
 @dataclass
@@ -29,14 +50,8 @@ class RememberResult:
 
     def summary(self) -> str:
         """Lines for the person: what was saved where, what was guessed, date warnings."""
-        if not self.files:
-            lines = ["Nothing was saved."]
-            if self.agent_text:
-                lines.append(f"The agent said: {self.agent_text}")
-        else:
-            parts = [f"{f} ({'new' if f in self.created else 'updated'})" for f in self.files]
-            lines = [f"Saved {', '.join(parts)} in {self.folder}."]
-        lines += self.notes
+        parts = [f"{f} ({'new' if f in self.created else 'updated'})" for f in self.files]
+        lines = [f"Saved {', '.join(parts)} in {self.folder}.", *self.notes]
         warning = date_warning(self.dates)
         if warning:
             lines.append(warning)
