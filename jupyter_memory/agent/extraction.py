@@ -636,6 +636,7 @@ class ExtractionHook:
         try:
             store = WriteTrackingStore(work, session_id=session.session_id,
                                        maintain_index=session.config.maintain_index,
+                                       mark_provenance=session.config.provenance,
                                        provenance_default="extraction")
             ctx = ToolContext(
                 project_root=session.project_root, memdir=work, store=store,

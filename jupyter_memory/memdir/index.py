@@ -437,9 +437,12 @@ def edit_entries(
 
 
 def rename_entry(text: str, old_file: str, new_file: str) -> str:
-    """Repoint the lines for ``old_file`` at ``new_file``, keeping title, hook and position.
+    """Repoint the lines for ``old_file`` at ``new_file``: only the link target changes, so
+    the title, the hook and every other byte of the line stay as written.
 
-    Returns ``text`` unchanged when no line points at ``old_file``.
+    Further lines for ``old_file`` and any line already pointing at ``new_file`` are
+    dropped (one line per file). Returns ``text`` unchanged when no line points at
+    ``old_file``.
     """
     index = parse_index(text)
     old = normalize_file(old_file)
@@ -451,7 +454,14 @@ def rename_entry(text: str, old_file: str, new_file: str) -> str:
     matching = [e for e in index.entries if normalize_file(e.file) == old]
     lines = _split(without_new)
     first = matching[0]
-    ending = "\r" if lines[first.line - 1].endswith("\r") else ""
-    lines[first.line - 1] = format_entry(first.title, new_file, first.hook) + ending
+    line = lines[first.line - 1]
+    found = _match_entry(line)
+    if found is None:  # the parser matched this very line; nothing else can happen
+        return text
+    group = "angle" if found.group("angle") is not None else "plain"
+    start, end = found.span(group)
+    if group == "angle":
+        start, end = start - 1, end + 1
+    lines[first.line - 1] = line[:start] + _link_target(new_file) + line[end:]
     drop = {e.line - 1 for e in matching[1:]}
     return "\n".join(line for i, line in enumerate(lines) if i not in drop)

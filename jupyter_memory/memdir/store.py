@@ -25,12 +25,13 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import Any, TypedDict
 
 from jupyter_memory.errors import InvalidMemory, InvalidPath, MemoryExists, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
-from jupyter_memory.memdir.clock import now_iso
+from jupyter_memory.memdir.frontmatter import MODIFIED, Stamp
 from jupyter_memory.memdir.fsutil import atomic_write, memdir_lock, read_no_follow, refuse_symlink
 from jupyter_memory.memdir.guard import check_no_secrets, find_secrets
 from jupyter_memory.memdir.index import (
@@ -117,6 +118,11 @@ def slugify(name: str) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+def _now() -> Stamp:
+    """The time of this write, for ``modified`` (written in the form the file uses)."""
+    return Stamp(datetime.now(timezone.utc))
 
 
 
@@ -514,7 +520,7 @@ class MemoryStore:
             old = self._read_for_update(path, rel)
             doc = frontmatter.parse(old)
             if doc.has_frontmatter:
-                new = frontmatter.update(old, {**changes, "modified": now_iso()}, body=body)
+                new = frontmatter.update(old, {**changes, MODIFIED: _now()}, body=body)
             elif changes:
                 fields = {k: v for k, v in changes.items() if k != PROVENANCE_FIELD}
                 new = frontmatter.render(fields, doc.body if body is None else body)
@@ -530,7 +536,7 @@ class MemoryStore:
                 atomic_write(path, new)
             after_doc = frontmatter.parse(new)
             before = self.read_index_for_edit()
-            after = self._index_after_update(before, rel, after_doc, name, description, hook)
+            after = self._index_after_update(before, rel, after_doc, doc, name, description, hook)
             changed, index_check = self._save_index(before, after)
         return WriteResult(rel, False, index_check, tuple(warnings), changed)
 
@@ -554,18 +560,30 @@ class MemoryStore:
         text: str,
         rel: str,
         doc: frontmatter.Document,
+        old: frontmatter.Document,
         name: str | None,
         description: str | None,
         hook: str | None,
     ) -> str:
+        """The index after an update: a pointer line follows a changed name or description
+        only where it was made from the old one, so a title or hook someone wrote by hand
+        stays as written (and an unchanged memory leaves the index byte for byte)."""
         entry = parse_index(text).find(rel)
-        if entry is not None:
-            if name is None and description is None and hook is None:
-                return text
-            title = _one_line(name) if name is not None else entry.title
-            new_hook = hook if hook is not None else description
-            return upsert_entry(text, rel, title, entry.hook if new_hook is None else new_hook)
-        return self._ensure_pointer(text, rel, doc, hook)
+        if entry is None:
+            return self._ensure_pointer(text, rel, doc, hook)
+        title, new_hook = entry.title, entry.hook
+        old_name = _text(old.get("name")) or PurePath(rel).stem
+        if name is not None and _one_line(name) != old_name and _made_from(title, old_name):
+            title = _one_line(name)
+        old_description = _text(old.get("description")) or ""
+        if hook is not None:
+            new_hook = _one_line(hook)
+        elif (description is not None and _one_line(description) != old_description
+              and _made_from(new_hook, old_description)):
+            new_hook = _one_line(description)
+        if (title, new_hook) == (entry.title, entry.hook):
+            return text
+        return upsert_entry(text, rel, title, new_hook)
 
     def _ensure_pointer(
         self, text: str, rel: str, doc: frontmatter.Document, hook: str | None = None
@@ -597,7 +615,7 @@ class MemoryStore:
         doc = frontmatter.parse(text)
         final = text
         if doc.has_frontmatter:
-            changes: dict[str, Any] = {"modified": now_iso()}
+            changes: dict[str, Any] = {MODIFIED: _now()}
             if self.mark_provenance:
                 changes[PROVENANCE_FIELD] = self._provenance(provenance)
                 if self.session_id and not path.exists() and doc.get("originSessionId") is None:
@@ -745,11 +763,25 @@ def _marked(text: str, doc: frontmatter.Document, changes: dict[str, Any]) -> st
     """
     final = frontmatter.update(text, changes)
     check = frontmatter.parse(final)
-    if check.error is None and all(check.get(k) == v for k, v in changes.items()):
+    if check.error is None and all(
+        check.get(k) is not None if isinstance(v, Stamp) else check.get(k) == v
+        for k, v in changes.items()
+    ):
         return final
     fields = dict(doc.fields)
     fields.update(changes)
     return frontmatter.render(fields, doc.body)
+
+
+def _made_from(shown: str, source: str) -> bool:
+    """Whether an index title or hook was made from ``source`` by the store (whole, or
+    shortened with an ellipsis), rather than written by someone."""
+    if shown == source:
+        return True
+    if not shown.endswith("…"):
+        return False
+    head = shown[:-1].rstrip()
+    return bool(head) and source.replace("[", "(").replace("]", ")").startswith(head)
 
 
 def _text(value: Any) -> str | None:

@@ -99,7 +99,8 @@ def remember_with_agent(
     day = today or _dt.date.today()
     folder = Path(store.memdir)
     recording = WriteTrackingStore(folder, session_id=session.session_id, maintain_index=True,
-                               provenance_default="user")
+                                   mark_provenance=session.config.provenance,
+                                   provenance_default="user")
     ctx = ToolContext(project_root=session.project_root, memdir=folder, store=recording,
                       permission=PermissionPolicy(mode="deny", interactive=False),
                       restrict_to_memdir=True, provenance="user")
