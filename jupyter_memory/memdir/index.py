@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
+from urllib.parse import unquote
 
 from jupyter_memory.memdir.markdown import fence_flags, fence_open_at_end
+from jupyter_memory.memdir.scopes import TEAM_PREFIX as _TEAM_PREFIX
 
 INDEX_NAME = "MEMORY.md"
 MAX_LINES = 200
@@ -63,6 +65,26 @@ def normalize_file(file: str) -> str:
     """The form used to compare pointer targets: ``/`` separators, no ``./``."""
     file = file.strip().replace("\\", "/")
     return posixpath.normpath(file) if file else file
+
+
+def readings(target: str) -> tuple[str, ...]:
+    """Every memory file a pointer's link can mean, in the order to try them.
+
+    The link as written (normalised: ``./x.md``, ``a/../x.md``), percent-decoded
+    (``my%20notes.md``), and each of those without a leading ``team/``: memories of the
+    team folder are named ``team/x.md`` everywhere they are shown, so a line written that
+    way in the team index still points at its ``x.md``. A pointer to a file that exists
+    under any of these readings is never dangling.
+    """
+    found: list[str] = []
+    for raw in (target, unquote(target)):
+        name = normalize_file(raw)
+        if not name or name in (".", "..") or name.startswith(("../", "/")):
+            continue
+        found.append(name)
+        if name.startswith(_TEAM_PREFIX) and len(name) > len(_TEAM_PREFIX):
+            found.append(name[len(_TEAM_PREFIX):])
+    return tuple(dict.fromkeys(found))
 
 
 def _unescape_title(title: str) -> str:

@@ -140,6 +140,9 @@ class MemoryStore:
     no ``origin`` field at all, as the reference does.
     """
 
+    #: Which memories the store's folder holds (``team`` for the team folder's own store).
+    scope = "private"
+
     def __init__(
         self,
         memdir: Path | str,
@@ -630,6 +633,33 @@ class MemoryStore:
             after = self._ensure_pointer(before, rel, frontmatter.parse(final))
             changed, index_check = self._save_index(before, after)
         return WriteResult(rel, created, index_check, (), changed)
+
+    def free_name(self, file: str | PurePath) -> str:
+        """``file`` (checked), or ``<stem>_2.md``, ``_3``… when a memory already has it."""
+        rel = self.normalize(file)
+        stem, n = rel[:-3], 2
+        while self.resolve(rel).exists():
+            rel, n = f"{stem}_{n}.md", n + 1
+        return rel
+
+    def place(self, file: str | PurePath, data: bytes, *, title: str, hook: str) -> WriteResult:
+        """Put a memory moved here from another folder: its bytes exactly as they were
+        (a move is no rewrite: nothing, not even ``modified``, changes) and its index
+        line. Refuses an existing file and a credential like any write."""
+        rel = self.normalize(file)
+        path = self.resolve(rel)
+        text = data.decode("utf-8", errors="replace")
+        _check_size(text, f"memory {rel}")
+        check_file_name(rel)
+        check_no_secrets(text, f"memory {rel}")
+        with self.writing():
+            if path.exists():
+                raise MemoryExists(f"{rel} already exists; the memory was not moved over it.")
+            atomic_write(path, data, follow_symlinks=False)
+            before = self.read_index_for_edit()
+            after = upsert_entry(before, rel, title, hook)
+            changed, index_check = self._save_index(before, after)
+        return WriteResult(rel, True, index_check, (), changed)
 
     def write_index(self, text: str) -> WriteResult:
         """Replace ``MEMORY.md``. Always written; the check says if it is near or over the limits."""

@@ -137,7 +137,7 @@ def remember_with_agent(
                              name=changes.get("name"), description=changes.get("description"))
     settle = getattr(store, "settle", None)  # the team folder's rules (SPEC §8)
     if settle is not None:
-        out.notes += settle(files)
+        out.notes += [moved.note for moved in settle(files)]
         files = [f for f in files if (folder / f).exists()]
         out.files, out.created = files, [f for f in created if f in files]
     if run.stopped:
