@@ -143,7 +143,8 @@ def test_context_raw_shows_team_index_under_its_own_heading(tmp_path: Path) -> N
     assert "(project_fiscal_year.md)" in first[team_at:]
     assert "(feedback_plots.md)" in first[private_at:team_at]
     system = body["system"][1]["text"]
-    assert "**user** memories are always private" in system
+    assert "<scope>always private: it describes one person" in system  # per type (SPEC §8)
+    assert first.count("# Team memory") == 1
     code, out, _ = run("context", "--json", "--project", str(tmp_path), env=env)
     items = {i["label"]: i for c in json.loads(out)["categories"] for i in c["items"]}
     assert items["team/MEMORY.md"]["scope"] == "team" and items["MEMORY.md"]["scope"] == "private"

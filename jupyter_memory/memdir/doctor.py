@@ -361,13 +361,14 @@ def doctor(
     memories = _own(store)
     findings: list[Finding] = _link_findings(store)
     index_linked = any(f.code == "index_symlink" for f in findings)
+    kept_out = _kept_out(store)
     docs: dict[str, frontmatter.Document] = {}
     for memory in memories:
         found, doc = _file_findings(memory)
         findings.extend(found)
         if doc is not None:
             docs[memory.file] = doc
-        if not memory.indexed and not index_linked:
+        if not memory.indexed and not index_linked and memory.file not in kept_out:
             findings.append(
                 Finding(
                     "orphan_file",
@@ -398,6 +399,15 @@ def doctor(
         findings.extend(_project_findings(store, env))
     findings.sort(key=lambda f: (_SEVERITY_ORDER[f.severity], f.code, f.file or ""))
     return findings
+
+
+def _kept_out(store: MemoryStore) -> set[str]:
+    """Files of a team folder that stay out of its index (conflict copies, held back)."""
+    if store.scope != "team":
+        return set()
+    from jupyter_memory.memdir.team.index import folder_memories
+
+    return set(folder_memories(store.memdir, store.list())[1])
 
 
 def _team_findings(store: MemoryStore) -> list[Finding]:

@@ -108,20 +108,22 @@ def index_text(folder: Path) -> str:
 
 
 def visible_text(folder: Path, text: str | None = None) -> str:
-    """The team index without the lines of conflict copies and held-back files."""
+    """The team index as it may be shown: without the lines of conflict copies and
+    held-back files, and without the heading older versions wrote into it (the request
+    gives the team index a heading of its own; until the next sync removes it, the model
+    would see that heading twice)."""
     text = index_text(folder) if text is None else text
+    lines = text.split("\n")
+    drop = _legacy_lines(lines)
     index = parse_index(text)
-    if not index.entries:
-        return text
-    hidden = held_back(folder)
-    drop = set()
+    hidden = held_back(folder) if index.entries else {}
     for entry in index.entries:
         names = readings(entry.file)
         if any(is_conflict_copy(name) or name in hidden for name in names):
             drop.add(entry.line - 1)
     if not drop:
         return text
-    return "\n".join(line for i, line in enumerate(text.split("\n")) if i not in drop)
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop)
 
 
 def load_index(folder: Path) -> Any:
@@ -286,25 +288,57 @@ def _regions(base: list[str], mine: list[str], theirs: list[str]) -> Iterator[tu
         at_base, at_mine, at_theirs = z1, m1, t1
 
 
-def _settle(mine: list[str], theirs: list[str], mine_newer: bool,
+def _settle(base: list[str], mine: list[str], theirs: list[str], mine_newer: bool,
             contests: list[Contest]) -> list[str]:
-    """Both sides changed these lines: the newer side's lines in its order, each file's
-    line from the newer side, then what only the older side has."""
-    newer, older = (mine, theirs) if mine_newer else (theirs, mine)
-    newer_keys = {k: line for line in newer if (k := _key(line)) is not None}
-    older_keys = {k: line for line in older if (k := _key(line)) is not None}
-    out = []
-    for line in newer:
-        k = _key(line)
-        other = older_keys.get(k) if k is not None else None
-        if k is not None and other is not None and other.rstrip("\r\n") != line.rstrip("\r\n"):
-            contests.append(Contest(k, line.rstrip("\r\n"), other.rstrip("\r\n"),
+    """Lines both sides changed: decided line by line against ``base``.
+
+    Each pointer line is keyed by its file, any other line by its text. A line only one
+    side changed (or removed) takes that side's change; when both changed the line of
+    one file differently, the newer side's wins and is recorded as a :class:`Contest`.
+    The result follows the newer side's order, then what only the older side has.
+    """
+    def keyed(lines: list[str]) -> dict[Any, str]:
+        out: dict[Any, str] = {}
+        for line in lines:
+            out.setdefault(_key(line) or ("text", line.rstrip("\r\n")), line)
+        return out
+
+    def same(a: str, b: str) -> bool:
+        return a.rstrip("\r\n") == b.rstrip("\r\n")
+
+    old, newer, older = keyed(base), *((keyed(mine), keyed(theirs)) if mine_newer
+                                       else (keyed(theirs), keyed(mine)))
+
+    def choose(k: Any) -> str | None:
+        a, b, o = newer.get(k), older.get(k), old.get(k)
+        if a is not None and b is not None:
+            if same(a, b) or (o is not None and same(b, o)):
+                return a
+            if o is not None and same(a, o):
+                return b
+            contests.append(Contest(str(k), a.rstrip("\r\n"), b.rstrip("\r\n"),
                                     "mine" if mine_newer else "theirs"))
-        out.append(line)
-    for line in older:
-        k = _key(line)
-        if (k is None and line not in newer) or (k is not None and k not in newer_keys):
-            out.append(line)
+            return a
+        present = a if a is not None else b
+        if present is None or (o is not None and same(present, o)):
+            return None  # removed on one side, untouched on the other
+        return present
+
+    out: list[str] = []
+    done: set[Any] = set()
+    for side, lines in ((0, mine if mine_newer else theirs), (1, theirs if mine_newer else mine)):
+        for line in lines:
+            if not line.strip():
+                if side == 0:
+                    out.append(line)
+                continue
+            k = _key(line) or ("text", line.rstrip("\r\n"))
+            if k in done:
+                continue
+            done.add(k)
+            chosen = choose(k)
+            if chosen is not None:
+                out.append(chosen)
     return out
 
 
@@ -322,7 +356,7 @@ def merge3(base: str, mine: str, theirs: str, *, mine_newer: bool) -> tuple[str,
         if region[0] in ("same", "one"):
             out += region[1]
         else:
-            out += _settle(region[2], region[3], mine_newer, contests)
+            out += _settle(region[1], region[2], region[3], mine_newer, contests)
     for i, line in enumerate(out[:-1]):  # a side's last line may lack its newline
         if not line.endswith("\n"):
             out[i] = line + "\n"
