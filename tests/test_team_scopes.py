@@ -133,19 +133,19 @@ def test_status_recognises_a_folder_shared_on_disk(tmp_path: Path) -> None:
     settings.write_text(json.dumps({"teamMemoryDirectory": str(shared)}), encoding="utf-8")
     add(env, "fiscal year", "the fiscal year starts in April")
     os.chmod(shared, 0o755)
-    code, out, _ = run("team", "status", "--json", env=env)
+    _, out, _ = run("team", "status", "--json", env=env)
     assert json.loads(out)["shared"] is None
-    code, out, _ = run("team", "status", env=env)
+    _, out, _ = run("team", "status", env=env)
     assert "not shared" in out
     os.chmod(shared, 0o2775)  # the hub recipe in docs/team.md: g+rwXs
-    code, out, _ = run("team", "status", "--json", env=env)
+    _, out, _ = run("team", "status", "--json", env=env)
     state = json.loads(out)
     assert state["shared"] == "disk" and "group" in state["shared_reason"]
-    code, out, _ = run("team", "status", env=env)
+    _, out, _ = run("team", "status", env=env)
     assert "shared on disk" in out and "not shared" not in out
     os.chmod(shared, 0o755)
     hub = {**env, "JUPYTERHUB_USER": "ana"}  # a hub's shared volume, outside the home
-    code, out, _ = run("team", "status", "--json", env=hub)
+    _, out, _ = run("team", "status", "--json", env=hub)
     assert json.loads(out)["shared"] == "disk"
 
 

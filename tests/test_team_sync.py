@@ -53,7 +53,7 @@ def pair(tmp_path: Path) -> tuple[dict[str, str], dict[str, str], Path]:
 
 
 def test_two_people_keep_hand_written_titles_across_three_syncs(pair) -> None:
-    ana, bob, remote = pair
+    ana, bob, _ = pair
     add(ana, "fiscal year", "the fiscal year starts in April")
     add(ana, "dashboard", "the sales dashboard is in Looker", "reference")
     sync(at(ana, 8))
@@ -101,7 +101,7 @@ def test_two_people_keep_hand_written_titles_across_three_syncs(pair) -> None:
 
 
 def test_a_conflict_copy_is_reported_with_its_file_name_and_author(pair) -> None:
-    ana, bob, remote = pair
+    ana, bob, _ = pair
     add(ana, "fiscal year", "the fiscal year starts in April", body="Starts in April.\n")
     sync(at(ana, 8))
     sync(at(bob, 8))
@@ -135,24 +135,24 @@ def test_a_conflict_copy_is_reported_with_its_file_name_and_author(pair) -> None
 
 
 def test_sent_received_and_removed_are_named(pair) -> None:
-    ana, bob, remote = pair
+    ana, bob, _ = pair
     add(ana, "fiscal year", "the fiscal year starts in April")
     add(ana, "dashboard", "the sales dashboard is in Looker", "reference")
-    code, report, _ = sync(ana)
+    _, report, _ = sync(ana)
     assert report["sent"] == ["team/project_fiscal_year.md", "team/reference_dashboard.md"]
     assert report["removed"] == [] and report["received"] == []
     assert "Sent: team/project_fiscal_year.md, team/reference_dashboard.md" in report["text"]
-    code, report, _ = sync(bob)
+    _, report, _ = sync(bob)
     assert report["received"] == ["team/project_fiscal_year.md", "team/reference_dashboard.md"]
     assert report["sent"] == []
     assert run("forget", "team/reference_dashboard.md", "-f", env=bob)[0] == 0
-    code, report, _ = sync(bob)
+    _, report, _ = sync(bob)
     assert report["removed"] == ["team/reference_dashboard.md"] and report["sent"] == []
     assert "Removed: team/reference_dashboard.md" in report["text"]
     assert "Sent:" not in report["text"]
     assert git(team_folder(bob), "log", "-1", "--format=%s").strip() == (
         "team memory: remove reference_dashboard.md")
-    code, report, _ = sync(ana)
+    _, report, _ = sync(ana)
     assert report["removed_by_others"] == ["team/reference_dashboard.md"]
     assert "(reference_dashboard.md)" not in index_of(ana)
 
@@ -202,7 +202,7 @@ def test_without_a_git_identity_it_commits_as_the_login_name_and_says_so_once(
 
 def test_an_older_version_rewriting_the_index_is_noticed_and_undone(pair,
                                                                     tmp_path: Path) -> None:
-    ana, bob, remote = pair
+    ana, bob, _ = pair
     add(ana, "fiscal year", "the fiscal year starts in April")
     add(ana, "dashboard", "the sales dashboard is in Looker", "reference")
     sync(at(ana, 8))
@@ -222,7 +222,7 @@ def test_an_older_version_rewriting_the_index_is_noticed_and_undone(pair,
     git(folder, "add", "-A", env=bob)
     git(folder, "commit", "-qm", "team memory: update", env=at(bob, 10))
     git(folder, "push", "-q", "origin", "HEAD:main", env=bob)
-    code, report, _ = sync(at(ana, 11))
+    _, report, _ = sync(at(ana, 11))
     assert any("older version of jupyter-memory rewrote the whole team index" in note
                for note in report["index_notes"])
     text = index_of(ana)
@@ -239,11 +239,11 @@ def test_an_old_generated_index_loses_its_heading_once(tmp_path: Path) -> None:
     path = team_folder(ana) / "MEMORY.md"
     path.write_text(f"# Team memory\n\n{LEGACY_PREAMBLE}\n\n" + path.read_text(encoding="utf-8"),
                     encoding="utf-8")
-    code, out, _ = run("context", "--raw", env=ana)
+    _, out, _ = run("context", "--raw", env=ana)
     assert out.count("# Team memory") == 1 and LEGACY_PREAMBLE not in out  # shown once
-    code, report, _ = sync(ana)
+    _, report, _ = sync(ana)
     assert any("removed the heading and preamble" in n for n in report["index_notes"])
     assert path.read_text(encoding="utf-8") == (
         "- [fiscal year](project_fiscal_year.md) — the fiscal year starts in April\n")
-    code, report, _ = sync(ana)
+    _, report, _ = sync(ana)
     assert report["index_notes"] == []

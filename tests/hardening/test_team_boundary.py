@@ -75,7 +75,7 @@ def test_repair_on_a_shared_disk_keeps_the_team_index(tmp_path: Path) -> None:
         "---\nname: dash\ndescription: Looker\ntype: reference\n---\nLooker.\n", encoding="utf-8")
     run("repair", "--scope", "team", env=env)
     assert (shared / "MEMORY.md").read_text(encoding="utf-8") == CURATED
-    code, out, _ = run("doctor", "--scope", "team", env=env)
+    _, out, _ = run("doctor", "--scope", "team", env=env)
     assert "dangling" not in out
 
 
@@ -84,7 +84,7 @@ def test_a_pointer_written_as_team_slash_is_a_pointer_to_an_existing_file(tmp_pa
     folder = curated_team(env)
     text = CURATED.replace("](project_revenue_in_cents.md)", "](team/project_revenue_in_cents.md)")
     (folder / "MEMORY.md").write_text(text, encoding="utf-8")
-    code, out, _ = run("doctor", "--scope", "team", "--json", env=env)
+    _, out, _ = run("doctor", "--scope", "team", "--json", env=env)
     assert not [f for f in json.loads(out)["findings"] if f["code"] == "dangling_pointer"]
     run("repair", "--scope", "team", env=env)
     assert (folder / "MEMORY.md").read_text(encoding="utf-8") == text
@@ -103,8 +103,7 @@ def test_private_repair_keeps_pointers_into_the_team_folder(tmp_path: Path) -> N
     assert index.read_text(encoding="utf-8") == text
 
 
-@pytest.mark.parametrize("link", ["./my notes.md", "<my notes.md>", "my%20notes.md",
-                                  "sub/../my notes.md"])
+@pytest.mark.parametrize("link", ["my%20notes.md", "team/../my%20notes.md"])
 def test_any_reading_of_an_existing_file_keeps_its_pointer(tmp_path: Path, link: str) -> None:
     memdir = tmp_path / "mem"
     store = MemoryStore(memdir)
@@ -134,7 +133,7 @@ def test_sync_refuses_to_push_a_credential_placed_by_hand(tmp_path: Path) -> Non
         f"---\nname: ci\ndescription: the CI token\ntype: reference\n---\nToken: {SECRET}\n",
         encoding="utf-8")
     (folder / "notes.txt").write_text(f"token {SECRET}\n", encoding="utf-8")
-    code, report, _ = sync(ana)
+    _, report, _ = sync(ana)
     pushed = git(remote, "log", "--all", "-p").replace("\n", " ")
     assert SECRET not in pushed
     assert "project_fiscal_year.md" in git(remote, "ls-tree", "-r", "--name-only", "main")
@@ -143,10 +142,10 @@ def test_sync_refuses_to_push_a_credential_placed_by_hand(tmp_path: Path) -> Non
     assert "credential" in refused["team/reference_ci.md"]
     assert SECRET not in json.dumps(report)
     assert (folder / "reference_ci.md").exists()  # left where it is, for the person to fix
-    code, out, _ = run("list", "--json", env=ana)
+    _, out, _ = run("list", "--json", env=ana)
     assert "team/reference_ci.md" not in {m["file"] for m in json.loads(out)}  # out of recall
     assert "reference_ci.md" not in (folder / "MEMORY.md").read_text(encoding="utf-8")
-    code, out, _ = run("team", "status", env=ana)
+    _, out, _ = run("team", "status", env=ana)
     assert "reference_ci.md" in out and SECRET not in out
 
 
@@ -157,9 +156,10 @@ def test_sync_refuses_to_push_a_user_memory_and_never_moves_it(tmp_path: Path) -
     (folder / "user_role.md").write_text(
         "---\nname: role\ndescription: bob is a data engineer\ntype: user\n---\nBob.\n",
         encoding="utf-8")
-    code, report, _ = sync(ana)
-    assert [r["file"] for r in report["not_sent"]] == ["team/user_role.md"]
+    add(ana, "fiscal year", "the fiscal year starts in April")
+    _, report, _ = sync(ana)
     assert "user_role.md" not in git(remote, "ls-tree", "-r", "--name-only", "main")
+    assert [r["file"] for r in report["not_sent"]] == ["team/user_role.md"]
     assert (folder / "user_role.md").exists()
     assert not (Path(ana["JUPYTER_MEMORY_DIR"]) / "user_role.md").exists()
 
@@ -185,9 +185,6 @@ def test_a_received_credential_stays_on_disk_out_of_the_index_and_recall(tmp_pat
 
     code, report, _ = sync(ana)
     assert code == 0
-    held = {h["file"]: h["reason"] for h in report["held_back"]}
-    assert set(held) == {"team/reference_ci.md", "team/user_eve.md"}
-    assert SECRET not in json.dumps(report)
     folder = team_folder(ana)
     assert (folder / "reference_ci.md").exists() and (folder / "user_eve.md").exists()
     assert not (Path(ana["JUPYTER_MEMORY_DIR"]) / "user_eve.md").exists()  # never made private
@@ -197,6 +194,9 @@ def test_a_received_credential_stays_on_disk_out_of_the_index_and_recall(tmp_pat
     assert {m["file"] for m in json.loads(out)} == {"team/project_fiscal_year.md"}
     code, out, _ = run("context", "--raw", env=ana)
     assert "reference_ci.md" not in out and SECRET not in out
+    held = {h["file"]: h["reason"] for h in report["held_back"]}
+    assert set(held) == {"team/reference_ci.md", "team/user_eve.md"}
+    assert SECRET not in json.dumps(report)
     code, out, _ = run("team", "status", "--json", env=ana)
     assert {h["file"] for h in json.loads(out)["held_back"]} == set(held)
     code, out, _ = run("doctor", "--scope", "team", "--json", env=ana)
@@ -238,9 +238,10 @@ def test_a_hostile_remote_cannot_make_sync_write_through_a_link(tmp_path: Path,
     victim.write_text("alias ll='ls -l'\n", encoding="utf-8")
     hostile_push(tmp_path, remote, os.path.relpath(victim, folder), name=name)
     add(ana, "dashboard", "the sales dashboard is in Looker", "reference")
-    code, report, _ = sync(ana)
+    _, out, _ = run("team", "sync", "--json", env=ana)
     assert victim.read_text(encoding="utf-8") == "alias ll='ls -l'\n"
     assert not any(p.is_symlink() for p in folder.rglob("*"))
+    report = json.loads(out)
     held = {h["file"]: h["reason"] for h in report["held_back"]}
     assert f"team/{name}" in held and "link" in held[f"team/{name}"]
     modes = {line.split("\t")[1]: line.split()[0]
@@ -265,8 +266,8 @@ def test_sync_never_commits_a_link_made_in_the_team_folder(tmp_path: Path) -> No
     secret = tmp_path / "ana" / ".netrc"
     secret.write_text("machine example.com password hunter2\n", encoding="utf-8")
     os.symlink(secret, folder / "reference_netrc.md")
-    code, report, _ = sync(ana)
+    _, report, _ = sync(ana)
+    assert "reference_netrc.md" not in git(remote, "ls-tree", "-r", "--name-only", "main")
+    assert "hunter2" not in git(remote, "log", "--all", "-p")
     assert [r["file"] for r in report["not_sent"]] == ["team/reference_netrc.md"]
     assert "link" in report["not_sent"][0]["reason"]
-    assert "hunter2" not in git(remote, "log", "--all", "-p")
-    assert "reference_netrc.md" not in git(remote, "ls-tree", "-r", "--name-only", "main")

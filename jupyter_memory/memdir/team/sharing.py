@@ -189,9 +189,9 @@ class SyncReport:
         for h in self.held_back:
             lines.append(f"held back: {h['file']}: {h['reason']}. It stays on disk, out of "
                          "the team index and recall, until someone fixes it.")
-        for n in self.not_sent:
-            lines.append(f"not sent: {n['file']}: {n['reason']}. Fix or remove it (a 'user' "
-                         "memory belongs in your private memory), then sync again.")
+        for refused in self.not_sent:
+            lines.append(f"not sent: {refused['file']}: {refused['reason']}. Fix or remove it "
+                         "(a 'user' memory belongs in your private memory), then sync again.")
         if self.identity:
             lines.append(
                 f"identity: git has no name or email for you, so the commits were made as "
@@ -525,9 +525,9 @@ def _offline(report: SyncReport, git: Git, tracking: str, reason: str) -> SyncRe
     report.sent, report.removed = [], []
     report.waiting = _unsent(git, tracking)
     waiting = len(report.waiting)
-    report.message = (f"Sync waits: {reason}. Nothing was sent"
-                      + (f"; {waiting} commit{'s' if waiting != 1 else ''} wait here and go out "
-                         "with the next sync." if waiting else "."))
+    report.message = (f"Sync waits: {reason.rstrip('.')}. Nothing was sent"
+                      + (f"; {waiting} commit{'s wait' if waiting != 1 else ' waits'} here and "
+                         "will go out with the next sync." if waiting else "."))
     return report
 
 

@@ -143,7 +143,7 @@ def status(folder: Path, env: Mapping[str, str] | None = None) -> TeamStatus:
     prefix = "" if spec == "." else spec.rstrip("/") + "/"
     remote, branch = upstream(git)
     changed, refused = [], {}
-    for code, path in uncommitted(git, spec):
+    for _code, path in uncommitted(git, spec):
         rel = path[len(prefix):] if prefix and path.startswith(prefix) else path
         if any(p.startswith(".") for p in PurePosixPath(rel).parts) and rel not in (
                 ".gitignore", ".gitattributes"):
