@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.fsutil import read_no_follow
@@ -29,7 +29,15 @@ from jupyter_memory.memdir.guard import find_secrets
 from jupyter_memory.memdir.scan import FileStat, list_files
 from jupyter_memory.memdir.team.state import recorded_links
 
-__all__ = ["CONFLICT_MARK", "held_back", "is_conflict_copy", "problems_in", "text_problems"]
+__all__ = [
+    "CONFLICT_MARK",
+    "file_reasons",
+    "held_back",
+    "is_conflict_copy",
+    "problems_in",
+    "shown",
+    "text_problems",
+]
 
 CONFLICT_MARK = ".conflict-"
 """Marks the copy a sync keeps of a memory changed on both sides (``db.conflict-ana.md``)."""
@@ -40,7 +48,7 @@ _LOCK = threading.Lock()
 
 def is_conflict_copy(file: str) -> bool:
     """Whether ``file`` is a conflict copy a sync kept beside the shared version."""
-    return CONFLICT_MARK in PurePosixPath(file).name
+    return CONFLICT_MARK in file[file.rfind("/") + 1:]
 
 
 def text_problems(text: str, rel: str) -> list[str]:
@@ -82,26 +90,47 @@ def problems_in(path: Path, rel: str) -> list[str]:
     return text_problems(data.decode("utf-8", errors="replace"), rel)
 
 
+def file_reasons(entry: FileStat) -> tuple[str, ...]:
+    """Why a team file found by a walk is held back (() when it is not), checked again only
+    when its ``mtime`` or size changed."""
+    st = entry.stat
+    hit = _CACHE.get(entry.abspath)
+    if hit is not None and hit[0] == st.st_mtime_ns and hit[1] == st.st_size:
+        return hit[2]
+    reasons = tuple(problems_in(Path(entry.abspath), entry.file))
+    with _LOCK:
+        _CACHE[entry.abspath] = (st.st_mtime_ns, st.st_size, reasons)
+    return reasons
+
+
+def link_reason(target: str) -> str:
+    return (f"the repository records it as a symbolic link (to {target}); git checked it out "
+            "as a plain file holding that path, and it is never followed")
+
+
 def held_back(folder: Path, files: Iterable[FileStat] | None = None) -> Mapping[str, tuple[str, ...]]:
     """The team folder's held-back files, each with its reasons (``files``: the walk, when
     the caller has one; else the folder is listed)."""
     folder = Path(folder)
-    out: dict[str, tuple[str, ...]] = {}
-    for rel, target in recorded_links(folder).items():
-        out[rel] = (f"the repository records it as a symbolic link (to {target}); git checked "
-                    "it out as a plain file holding that path, and it is never followed",)
+    out: dict[str, tuple[str, ...]] = {
+        rel: (link_reason(target),) for rel, target in recorded_links(folder).items()}
     for entry in list_files(folder) if files is None else files:
-        if entry.file in out:
+        if entry.file not in out:
+            reasons = file_reasons(entry)
+            if reasons:
+                out[entry.file] = reasons
+    return out
+
+
+def shown(folder: Path, files: Iterable[FileStat], limit: int | None = None) -> list[FileStat]:
+    """``files`` (a walk, newest first) without conflict copies and held-back files; with
+    ``limit``, the first ``limit`` of them, checking no further than needed."""
+    links = recorded_links(folder)
+    out: list[FileStat] = []
+    for entry in files:
+        if limit is not None and len(out) >= limit:
+            break
+        if is_conflict_copy(entry.file) or entry.file in links or file_reasons(entry):
             continue
-        st = entry.stat
-        key = entry.abspath
-        hit = _CACHE.get(key)
-        if hit is None or hit[0] != st.st_mtime_ns or hit[1] != st.st_size:
-            reasons = tuple(problems_in(Path(entry.abspath), entry.file))
-            with _LOCK:
-                _CACHE[key] = (st.st_mtime_ns, st.st_size, reasons)
-        else:
-            reasons = hit[2]
-        if reasons:
-            out[entry.file] = reasons
+        out.append(entry)
     return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +35,9 @@ from jupyter_memory.memdir.index import (
     readings,
 )
 from jupyter_memory.memdir.record import Memory
-from jupyter_memory.memdir.scan import list_files
-from jupyter_memory.memdir.team.checks import held_back, is_conflict_copy
+from jupyter_memory.memdir.scan import FileStat, list_files
+from jupyter_memory.memdir.team.checks import file_reasons, held_back, is_conflict_copy
+from jupyter_memory.memdir.team.state import recorded_links
 
 __all__ = [
     "LEGACY_HEADING",
@@ -116,14 +118,24 @@ def visible_text(folder: Path, text: str | None = None) -> str:
     lines = text.split("\n")
     drop = _legacy_lines(lines)
     index = parse_index(text)
-    hidden = held_back(folder) if index.entries else {}
-    for entry in index.entries:
+    links = recorded_links(folder) if index.entries else {}
+    for entry in index.entries:  # only the files the index names are checked
         names = readings(entry.file)
-        if any(is_conflict_copy(name) or name in hidden for name in names):
+        if any(is_conflict_copy(name) or name in links or _held(folder, name)
+               for name in names):
             drop.add(entry.line - 1)
     if not drop:
         return text
     return "\n".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def _held(folder: Path, rel: str) -> bool:
+    path = Path(folder) / rel
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and bool(file_reasons(FileStat(rel, str(path), st)))
 
 
 def load_index(folder: Path) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 from jupyter_memory.memdir.record import Memory
 from jupyter_memory.memdir.scan import FileStat, ScanCache, scan
 from jupyter_memory.memdir.scopes import TEAM_PREFIX
-from jupyter_memory.memdir.team.checks import held_back, is_conflict_copy
+from jupyter_memory.memdir.team.checks import shown
 from jupyter_memory.memdir.team.registry import folder_of, scan_cache
 
 __all__ = ["as_team", "scan_all"]
@@ -38,10 +38,10 @@ def scan_all(
     if limit is None:
         private = [m for m in scan(memdir, limit=None, cache=cache)
                    if not m.file.startswith(TEAM_PREFIX)]
-        every_team = scan_cache(team_folder).files(team_folder)
-        hidden = held_back(team_folder, every_team)
-        shared = [as_team(m) for m in scan(team_folder, limit=None, cache=scan_cache(team_folder))
-                  if m.file not in hidden and not is_conflict_copy(m.file)]
+        team_cache = scan_cache(team_folder)
+        every_team = shown(team_folder, team_cache.files(team_folder))
+        shared = [as_team(m) for m in team_cache.memories(
+            every_team, team_cache.pointed(team_folder), time.time())]
         return sorted(private + shared, key=lambda m: (-m.mtime, m.file))
     # Choose the newest ``limit`` files from the two sorted listings first, then build records
     # for those only: a turn's manifest costs the same at 200 memories as at 10,000.
@@ -49,9 +49,7 @@ def scan_all(
     team_cache = scan_cache(team_folder)
     every, every_team = cache.files(memdir), team_cache.files(team_folder)
     private_files = _newest(every, limit, skip=TEAM_PREFIX)
-    hidden = held_back(team_folder, every_team)
-    team_files = _newest([e for e in every_team
-                          if e.file not in hidden and not is_conflict_copy(e.file)], limit)
+    team_files = shown(team_folder, every_team, max(limit, 0))
     cache.forget_missing((e.abspath for e in every), len(every))
     team_cache.forget_missing((e.abspath for e in every_team), len(every_team))
     now = time.time()
