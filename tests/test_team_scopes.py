@@ -100,6 +100,7 @@ def test_a_move_never_overwrites_a_private_memory(session) -> None:
     assert moved.file == "user_me_2.md"
     assert "Earlier words." in (session.memdir / "user_me.md").read_text()
     assert (session.memdir / "user_me_2.md").exists()
+    assert "(user_me_2.md)" in store.read_index()  # its line follows it, whatever the setting
 
 
 def test_list_shows_authors_and_team_file_names(tmp_path: Path) -> None:

@@ -324,7 +324,7 @@ class ExtractionRun:
                 "trailing": self.trailing, "started": self.started, "ended": self.ended,
                 "calls": self.calls, "files": list(self.files), "created": list(self.created),
                 "pending": list(self.pending), "error": self.error, "undone": self.undone,
-                "notes": list(self.notes),
+                **({"notes": list(self.notes)} if self.notes else {}),
                 "tools_offered": list(self.tools_offered), "usage": self.usage.to_json()}
 
 
@@ -753,7 +753,7 @@ class ExtractionHook:
                 f"{notes} Undo: `%memory undo {run.id}`"
             ), {"kind": "extraction", "run": run.id, "files": list(run.files),
                 "created": list(run.created), "undo": f"%memory undo {run.id}",
-                "notes": list(run.notes)})
+                **({"notes": list(run.notes)} if run.notes else {})})
         elif run.status == "pending":
             count = len(run.pending)
             listing = ", ".join(f"`{f}` ({i})" for f, i in zip(run.files, run.pending,

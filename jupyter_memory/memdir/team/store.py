@@ -18,7 +18,7 @@ from typing import Any
 from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.guard import check_no_secrets
-from jupyter_memory.memdir.index import INDEX_NAME, parse_index
+from jupyter_memory.memdir.index import INDEX_NAME, parse_index, upsert_entry
 from jupyter_memory.memdir.location import MemoryLocation
 from jupyter_memory.memdir.record import Memory
 from jupyter_memory.memdir.scopes import MEMORY_SCOPES, TEAM_PREFIX, check_team_type
@@ -262,10 +262,18 @@ class ScopedStore(MemoryStore):
         if str(frontmatter.parse(text).get("type") or "").strip().lower() == "user":
             team_rel = self.team.normalize(rel)
             target = self.free_name(PurePath(team_rel).name)
-            result = super().write_file(target, text, provenance=provenance)
+            with self.writing():
+                result = super().write_file(target, text, provenance=provenance)
+                before = self.read_index_for_edit()  # its line follows it, as in a move
+                doc = frontmatter.parse(self.read(target))
+                after = before if parse_index(before).find(target) else upsert_entry(
+                    before, target, str(doc.get("name") or PurePath(target).stem),
+                    str(doc.get("description") or ""))
+                changed, index_check = self._save_index(before, after)
             note = (f"team/{team_rel} is a 'user' memory, which describes one person and is "
                     f"always private: it was saved in your private memory as {target} instead.")
-            return replace(result, warnings=(*result.warnings, note))
+            return replace(result, warnings=(*result.warnings, note), index_check=index_check,
+                           index_changed=result.index_changed or changed)
         return self._mapped(self.team.write_file(rel, text, provenance=provenance))
 
     def forget(self, file: str | PurePath) -> WriteResult:
