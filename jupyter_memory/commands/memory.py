@@ -408,7 +408,8 @@ def _trust(ctx: CommandContext) -> int:
     "Share team memory through git: path, clone URL, status (the default), sync.",
     arg("action", nargs="?", default="status", choices=("path", "clone", "status", "sync"),
         help="path: where the team folder is; clone URL: share it through that git "
-             "repository; status: what is not synced yet; sync: commit, pull, push"),
+             "repository; status: how it is shared and what is not synced yet; sync: check, "
+             "commit, pull, merge the index, push"),
     arg("url", nargs="?", help="for clone: the address of the team's shared repository"),
     fronts=BOTH,
 )
