@@ -275,11 +275,13 @@ short line naming the files you saved.""" + (_TEAM_STEP.format(memdir=memdir) if
 
 _TEAM_STEP = """
 
-Team memory: `{memdir}/team/` is shared with everyone on the project. Save each memory \
-where the `<scope>` of its type in the memory rules says: a **user** memory is always \
-private (never in `team/`; one filed there is moved to private memory). The team index \
-`team/MEMORY.md` is kept for you: do not edit it. Nothing secret or personal goes into \
-`team/`."""
+Team memory: `{memdir}/team/` is shared with everyone on the project. Choose the scope of \
+each memory you save: a **user** memory is always private (never in `team/`); a \
+**feedback** memory goes to `team/` only when it states a convention for the whole project \
+("never mock the warehouse in tests"), and stays private when it is this person's taste \
+("likes short answers"); **project** and **reference** memories usually go to `team/`. The \
+team index `team/MEMORY.md` is kept for you: do not edit it. Nothing secret or personal \
+goes into `team/`."""
 
 
 def _nested_team(session: Session, memdir: Path) -> Any:
