@@ -521,6 +521,7 @@ def sync(folder: Path, env: Mapping[str, str] | None = None, *, lock_timeout: fl
 
 
 def _offline(report: SyncReport, git: Git, tracking: str, reason: str) -> SyncReport:
+    _log.warning("team sync in %s waits: %s", git.cwd, reason)
     report.state = "offline"
     report.sent, report.removed = [], []
     report.waiting = _unsent(git, tracking)
