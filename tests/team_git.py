@@ -57,8 +57,8 @@ def add(env: dict[str, str], name: str, description: str, kind: str = "project",
 
 
 def sync(env: dict[str, str]) -> tuple[int, dict[str, Any], str]:
-    """``team sync --json``: (exit code, the report, the text of a second, plain run's
-    report is not needed: the JSON carries ``text``)."""
+    """``team sync --json``: (exit code, the report, standard error). The report carries
+    the text people see as ``text``."""
     code, out, err = run("team", "sync", "--json", env=env)
     assert out, err
     report: dict[str, Any] = json.loads(out)
