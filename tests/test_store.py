@@ -192,12 +192,19 @@ def test_update_repoints_index_line_in_place(store: MemoryStore) -> None:
     store.update("feedback_plots.md", name="Charts", description="Label axes with units")
     entry = parse_index(store.read_index()).find("feedback_plots.md")
     assert entry is not None
+    # the title was the name, so it follows the name; the hook was written by hand and stays
     assert (entry.title, entry.hook, entry.group, entry.line) == (
         "Charts",
-        "Label axes with units",
+        "custom hook",
         "Data",
         4,
     )
+    store.update("feedback_plots.md", hook="Label axes with units")
+    entry = parse_index(store.read_index()).find("feedback_plots.md")
+    assert entry is not None and entry.hook == "Label axes with units"
+    store.update("feedback_plots.md", description="Axes carry their units")
+    entry = parse_index(store.read_index()).find("feedback_plots.md")
+    assert entry is not None and entry.hook == "Axes carry their units"  # made from the old one
 
 
 def test_update_missing_and_non_utf8(store: MemoryStore) -> None:

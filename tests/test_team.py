@@ -121,7 +121,11 @@ def test_team_writes_refuse_credentials_with_no_override(tmp_path: Path) -> None
         store.write_file("team/reference_key.md",
                          f"---\nname: key\ndescription: d\ntype: reference\n---\n{secret}\n")
     with pytest.raises(InvalidMemory, match="always private"):
-        store.write_file("team/user_me.md", "---\nname: me\ndescription: d\ntype: user\n---\nx\n")
+        store.create("me", "who I am", "user", "x", scope="team")
+    moved = store.write_file("team/user_me.md",
+                             "---\nname: me\ndescription: d\ntype: user\n---\nx\n")
+    assert moved.file == "user_me.md" and "always private" in moved.warnings[0]
+    assert (Path(env["JUPYTER_MEMORY_DIR"]) / "user_me.md").exists()  # kept, as private
     assert not list((Path(env["JUPYTER_MEMORY_DIR"]) / "team").glob("*.md"))
 
 
@@ -139,7 +143,8 @@ def test_context_raw_shows_team_index_under_its_own_heading(tmp_path: Path) -> N
     assert "(project_fiscal_year.md)" in first[team_at:]
     assert "(feedback_plots.md)" in first[private_at:team_at]
     system = body["system"][1]["text"]
-    assert "**user** memories are always private" in system
+    assert "<scope>always private: it describes one person" in system  # per type (SPEC §8)
+    assert first.count("# Team memory") == 1
     code, out, _ = run("context", "--json", "--project", str(tmp_path), env=env)
     items = {i["label"]: i for c in json.loads(out)["categories"] for i in c["items"]}
     assert items["team/MEMORY.md"]["scope"] == "team" and items["MEMORY.md"]["scope"] == "private"
@@ -226,15 +231,15 @@ def test_concurrent_edit_keeps_both_versions(tmp_path: Path, remote: Path) -> No
     assert "(ana)" in (folder / "project_fiscal_year.md").read_text()
     assert "(bob)" in copies[0].read_text()
     index = (folder / "MEMORY.md").read_text()
-    assert copies[0].name in index and "<<<<<<<" not in index
+    assert copies[0].name not in index and "<<<<<<<" not in index  # copies stay out of it
     for path in folder.glob("*.md"):
         assert "<<<<<<<" not in path.read_text()
     run("team", "sync", env=ana)  # ana now sees both versions too
     assert (Path(ana["JUPYTER_MEMORY_DIR"]) / "team" / copies[0].name).exists()
     code, out, _ = run("team", "status", env=ana)
-    assert "conflict copies to resolve: " + copies[0].name in out
+    assert "conflict copies to resolve: team/" + copies[0].name in out
     code, out, _ = run("team", "status", "--json", env=ana)
-    assert json.loads(out)["conflict_copies"] == [copies[0].name]
+    assert json.loads(out)["conflict_copies"] == ["team/" + copies[0].name]
 
 
 def test_offline_sync_waits_and_sends_next_time(tmp_path: Path, remote: Path) -> None:
@@ -386,9 +391,10 @@ def test_agent_writes_team_memory_through_its_tools(tmp_path: Path, fake_api,
     assert result.ok
     assert "author: ana" in (folder / "feedback_no_mocks.md").read_text()
     assert "(feedback_no_mocks.md)" in (folder / "MEMORY.md").read_text()
-    assert not (folder / "user_me.md").exists()
-    refused = [c for c in result.record["tool_calls"] if c["is_error"]]
-    assert refused and "always private" in refused[0]["result"]
+    assert not (folder / "user_me.md").exists()  # a user memory is filed as private
+    assert "type: user" in (Path(env["JUPYTER_MEMORY_DIR"]) / "user_me.md").read_text()
+    moved = [c for c in result.record["tool_calls"] if "user_me.md" in json.dumps(c)]
+    assert not moved[0]["is_error"] and "always private" in moved[0]["result"]
     first = fake_api.requests[0].body
     assert "# Team memory" in first["messages"][0]["content"][0]["text"]
 

@@ -200,7 +200,8 @@ class AgentSession(Session):
             from jupyter_memory.memdir.store import MemoryStore
 
             self._store = MemoryStore(memdir, session_id=self.session_id,
-                                      provenance_default="agent", maintain_index=True)
+                                      provenance_default="agent", maintain_index=True,
+                                      mark_provenance=self.config.provenance)
         return self._store
 
     @property

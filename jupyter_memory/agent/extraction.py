@@ -319,12 +319,14 @@ class ExtractionRun:
     usage: Usage = field(default_factory=Usage)
     before: dict[str, bytes | None] = field(default_factory=dict, repr=False)
     after: dict[str, bytes | None] = field(default_factory=dict, repr=False)
+    notes: list[str] = field(default_factory=list)  # what the store's rules changed
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "agent_id": self.agent_id, "status": self.status,
                 "trailing": self.trailing, "started": self.started, "ended": self.ended,
                 "calls": self.calls, "files": list(self.files), "created": list(self.created),
                 "pending": list(self.pending), "error": self.error, "undone": self.undone,
+                **({"notes": list(self.notes)} if self.notes else {}),
                 "tools_offered": list(self.tools_offered), "usage": self.usage.to_json()}
 
 
@@ -636,6 +638,7 @@ class ExtractionHook:
         try:
             store = WriteTrackingStore(work, session_id=session.session_id,
                                        maintain_index=session.config.maintain_index,
+                                       mark_provenance=session.config.provenance,
                                        provenance_default="extraction")
             ctx = ToolContext(
                 project_root=session.project_root, memdir=work, store=store,
@@ -682,7 +685,11 @@ class ExtractionHook:
                 if team_store is not None:  # the team's rules and index (SPEC §8)
                     shared = [f[len("team/"):] for f in written
                               if f.startswith("team/") and (memdir / f).exists()]
-                    team_store.settle(shared)  # a user memory is taken back out of team/
+                    for moved in team_store.settle(shared):  # a user memory goes private
+                        run.notes.append(moved.note)
+                        if moved.to is not None:  # new in private memory: undo removes it
+                            store.before.setdefault(moved.to, None)
+                    written = [f for f in store.before if f != INDEX_NAME]
                 run.after = store.after()
                 # A write the store refused (a credential, a bad header) leaves the file as
                 # it was: only files whose bytes changed were saved.
@@ -742,11 +749,13 @@ class ExtractionHook:
         if run.status == "saved":
             parts = [f"`{f}` ({'new' if f in run.created else 'updated'})" for f in run.files]
             count = len(run.files)
+            notes = "".join(f" {note}" for note in run.notes)
             self._notify(request, (
-                f"🧠 Saved {count} memor{'y' if count == 1 else 'ies'}: {', '.join(parts)}. "
-                f"Undo: `%memory undo {run.id}`"
+                f"🧠 Saved {count} memor{'y' if count == 1 else 'ies'}: {', '.join(parts)}."
+                f"{notes} Undo: `%memory undo {run.id}`"
             ), {"kind": "extraction", "run": run.id, "files": list(run.files),
-                "created": list(run.created), "undo": f"%memory undo {run.id}"})
+                "created": list(run.created), "undo": f"%memory undo {run.id}",
+                **({"notes": list(run.notes)} if run.notes else {})})
         elif run.status == "pending":
             count = len(run.pending)
             listing = ", ".join(f"`{f}` ({i})" for f, i in zip(run.files, run.pending,

@@ -92,6 +92,9 @@ class AgentConfig:
     maintain_index: bool = setting(
         False, "Keep MEMORY.md in step with topic files the agent writes (the reference "
         "leaves that to the agent).")
+    provenance: bool = setting(
+        True, "Record who wrote each memory (origin: user, agent, extraction or import) in "
+        "its frontmatter; False writes memories in the reference's exact shape.")
     agents_md: bool = setting(False, "Also read AGENTS.md files as instructions.")
     extra_instruction_names: tuple[str, ...] = ()
     max_retries: int = 2
@@ -375,6 +378,7 @@ class Session:
                 self.env,
                 session_id=self.session_id,
                 maintain_index=self.config.maintain_index,
+                mark_provenance=self.config.provenance,
             )
         return self._store
 

@@ -103,13 +103,31 @@ def _path(ctx: CommandContext) -> int:
 def _list(ctx: CommandContext) -> int:
     if ctx.args.limit is not None and ctx.args.limit < 0:
         raise CommandUsageError("--limit must be 0 or more.")
-    memories = ctx.store.list()
+    memories = _memories(ctx)
     if ctx.args.type:
         memories = [m for m in memories if m.type == ctx.args.type]
     if ctx.args.limit is not None:
         memories = memories[: ctx.args.limit]
     ctx.show([m.to_json() for m in memories], memory_table(memories, ctx))
     return EXIT_OK
+
+
+def _memories(ctx: CommandContext) -> list[Memory]:
+    """The memories of the subcommand's ``--scope``, named as everywhere else: a team
+    memory's file starts with ``team/`` (conflict copies and held-back files are listed
+    by ``team status`` instead)."""
+    if ctx.args.scope == "team":
+        return [m for m in ctx.project_store().list() if m.scope == "team"]
+    return ctx.store.list()
+
+
+def _shown(ctx: CommandContext, memory: Memory) -> Memory:
+    """``memory`` named as people see it (``team/…`` under ``--scope team``)."""
+    from jupyter_memory.memdir.team import as_team
+
+    if ctx.args.scope == "team" and not memory.file.startswith("team/"):
+        return as_team(memory)
+    return memory
 
 
 @command("show", "Print one memory, whole (by name, file or file stem).",
@@ -120,7 +138,7 @@ def _show(ctx: CommandContext) -> int:
     text = store.read(memory.file)
     if not ctx.json:
         ctx.note(f"{memory.path} ({age_text(memory.age_days)})")
-    ctx.emit({**memory.to_json(), "text": text}, text.rstrip("\n"))
+    ctx.emit({**_shown(ctx, memory).to_json(), "text": text}, text.rstrip("\n"))
     return EXIT_OK
 
 
@@ -137,9 +155,9 @@ def _search(ctx: CommandContext) -> int:
     needle = phrase.casefold()
     if not needle.strip():
         raise CommandUsageError("give some text to search for.")
-    store = ctx.store
+    store = ctx.project_store() if ctx.args.scope == "team" else ctx.store
     hits = []
-    for memory in store.list():
+    for memory in _memories(ctx):
         text = store.read(memory.file)
         body = frontmatter.parse(text).body
         first_body_line = text[: len(text) - len(body)].count("\n") + 1 if body else 1
@@ -390,7 +408,8 @@ def _trust(ctx: CommandContext) -> int:
     "Share team memory through git: path, clone URL, status (the default), sync.",
     arg("action", nargs="?", default="status", choices=("path", "clone", "status", "sync"),
         help="path: where the team folder is; clone URL: share it through that git "
-             "repository; status: what is not synced yet; sync: commit, pull, push"),
+             "repository; status: how it is shared and what is not synced yet; sync: check, "
+             "commit, pull, merge the index, push"),
     arg("url", nargs="?", help="for clone: the address of the team's shared repository"),
     fronts=BOTH,
 )
@@ -623,18 +642,22 @@ def _pending(ctx: CommandContext) -> int:
 
 def memory_table(memories: Sequence[Memory], ctx: CommandContext | None = None) -> str:
     """A fixed-width table: type, name, description, age, size, indexed, written by, the
-    scope once any memory is a team one, and the file."""
+    author once any memory names one, the scope once any memory is a team one, and the
+    file."""
     if not memories:
         return "No memories yet."
-    # The scope column appears once the project has team memories (SPEC §8).
+    # The scope column appears once the project has team memories (SPEC §8), the author
+    # column once a memory names who wrote it (every team write does).
     scoped = any(m.scope != "private" for m in memories)
+    authored = any(m.author for m in memories)
     rows = [("type", "name", "description", "age", "bytes", "indexed", "by")
-            + (("scope",) if scoped else ()) + ("file",)]
+            + (("author",) if authored else ()) + (("scope",) if scoped else ()) + ("file",)]
     for m in memories:
         desc = " ".join((m.description or "").split())
         rows.append((m.type or "-", m.name, desc if len(desc) <= 60 else desc[:59] + "…",
                      age_text(m.age_days), str(m.bytes), "yes" if m.indexed else "NO",
-                     m.provenance or "?") + ((m.scope,) if scoped else ()) + (m.file,))
+                     m.provenance or "?") + ((m.author or "-",) if authored else ())
+                    + ((m.scope,) if scoped else ()) + (m.file,))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if any(not m.indexed for m in memories):

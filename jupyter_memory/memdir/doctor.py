@@ -35,6 +35,7 @@ from jupyter_memory.memdir.index import (
     format_entry,
     normalize_file,
     parse_index,
+    readings,
     upsert_entry,
 )
 from jupyter_memory.memdir.location import (
@@ -45,6 +46,7 @@ from jupyter_memory.memdir.location import (
 )
 from jupyter_memory.memdir.record import Memory
 from jupyter_memory.memdir.scan import list_files
+from jupyter_memory.memdir.scopes import TEAM_PREFIX
 from jupyter_memory.memdir.store import MemoryStore
 
 __all__ = [
@@ -209,7 +211,7 @@ def _index_findings(store: MemoryStore, files: set[str]) -> list[Finding]:
                     fixable=True,
                 )
             )
-        if seen[target] > 1 or target in files:
+        if seen[target] > 1 or target in files or _pointer_exists(store, entry.file, files):
             continue
         try:
             path = store.resolve(target)
@@ -227,6 +229,27 @@ def _index_findings(store: MemoryStore, files: set[str]) -> list[Finding]:
             )
         )
     return found
+
+
+def _pointer_exists(store: MemoryStore, target: str, files: set[str]) -> bool:
+    """Whether a pointer's file exists under any reading of its link (``./x.md``,
+    ``my%20notes.md``, ``team/x.md``): such a pointer is never dangling, and repair never
+    drops it (issue 26, break 9: every line of a team index was once dropped this way)."""
+    roots = [(Path(store.memdir), "")]
+    team = getattr(store, "team_dir", None)
+    if team is not None:
+        roots.append((Path(team), TEAM_PREFIX))
+    for name in readings(target):
+        if name in files:
+            return True
+        for root, prefix in roots:
+            if prefix and not name.startswith(prefix):
+                continue
+            path = root / name[len(prefix):]
+            real, top = os.path.realpath(path), os.path.realpath(root)
+            if (real == top or real.startswith(top.rstrip(os.sep) + os.sep)) and path.is_file():
+                return True
+    return False
 
 
 def _duplicates(memories: list[Memory], docs: dict[str, frontmatter.Document]) -> list[Finding]:
@@ -313,8 +336,14 @@ def _project_findings(store: MemoryStore, env: Mapping[str, str] | None) -> list
     return found
 
 
-def _private(memories: list[Any]) -> list[Any]:
-    return [m for m in memories if getattr(m, "scope", "private") == "private"]
+def _own(store: MemoryStore) -> list[Memory]:
+    """The memories of the store's own folder, with the index the doctor checks: a team
+    folder's store owns all of its files; the private store leaves the team's to the team
+    index (their files start with ``team/``)."""
+    memories = store.list()
+    if store.scope == "team":
+        return memories
+    return [m for m in memories if not m.file.startswith(TEAM_PREFIX)]
 
 
 def doctor(
@@ -325,19 +354,21 @@ def doctor(
 ) -> list[Finding]:
     """Every problem found in the store's memdir (and orphaned project memdirs), worst first.
 
-    Team memories (SPEC §8) are left out: the team folder keeps its own index, rebuilt on
-    every sync, so a private-index check would misread them as orphans.
+    The private store's doctor leaves team memories (SPEC §8) to the team folder's own
+    index; the team folder's store (``--scope team``) checks that index against the team
+    files and lists held-back files and conflict copies, which stay out of it.
     """
-    memories = _private(store.list())
+    memories = _own(store)
     findings: list[Finding] = _link_findings(store)
     index_linked = any(f.code == "index_symlink" for f in findings)
+    kept_out = _kept_out(store)
     docs: dict[str, frontmatter.Document] = {}
     for memory in memories:
         found, doc = _file_findings(memory)
         findings.extend(found)
         if doc is not None:
             docs[memory.file] = doc
-        if not memory.indexed and not index_linked:
+        if not memory.indexed and not index_linked and memory.file not in kept_out:
             findings.append(
                 Finding(
                     "orphan_file",
@@ -362,10 +393,51 @@ def doctor(
         )
         for rel in _stale_temp_files(store.memdir)
     )
+    if store.scope == "team":
+        findings.extend(_team_findings(store))
     if check_projects:
         findings.extend(_project_findings(store, env))
     findings.sort(key=lambda f: (_SEVERITY_ORDER[f.severity], f.code, f.file or ""))
     return findings
+
+
+def _kept_out(store: MemoryStore) -> set[str]:
+    """Files of a team folder that stay out of its index (conflict copies, held back)."""
+    if store.scope != "team":
+        return set()
+    from jupyter_memory.memdir.team.index import folder_memories
+
+    return set(folder_memories(store.memdir, store.list())[1])
+
+
+def _team_findings(store: MemoryStore) -> list[Finding]:
+    """Held-back files and conflict copies of the team folder: on disk, out of the index
+    and recall until a person fixes or merges them (docs/team.md)."""
+    from jupyter_memory.memdir.team.checks import held_back, is_conflict_copy
+
+    found = [
+        Finding(
+            "held_back",
+            "error",
+            file,
+            f"{file} is held back from the team index and recall: {'; '.join(reasons)}. It "
+            "stays on disk: fix it (or delete it if it never belonged here) and it comes back "
+            "at once; a 'user' memory belongs in your private memory.",
+        )
+        for file, reasons in sorted(held_back(store.memdir).items())
+    ]
+    found += [
+        Finding(
+            "conflict_copy",
+            "warning",
+            memory.file,
+            f"{memory.file} is a conflict copy a sync kept beside the shared version; it stays "
+            "out of the index and recall. Merge it into the shared file and delete it.",
+        )
+        for memory in store.list()
+        if is_conflict_copy(memory.file)
+    ]
+    return found
 
 
 def _link_findings(store: MemoryStore) -> list[Finding]:
@@ -513,10 +585,12 @@ def repair(
     if links:  # every write would be refused; a person decides what the link's target is
         report.left = doctor(store, env=env)
         return report
+    if store.scope == "team":
+        return _repair_team(store, env)
     with store.writing():
         if reattach_from is not None:
             _reattach(store, Path(reattach_from), report)
-        memories = _private(store.list())
+        memories = _own(store)
         files = {m.file for m in memories}
         before = store.read_index_for_edit()
         index = parse_index(before)
@@ -526,12 +600,14 @@ def repair(
         for target, count in counts.items():
             if target in files and count > 1:
                 report.fixed.append(f"removed {count - 1} duplicate pointer line(s) for {target}")
-        missing = [target for target in counts if target not in files]
+        missing = [target for target in counts
+                   if target not in files and not _pointer_exists(store, target, files)]
         for target in missing:
             report.fixed.append(f"removed the pointer to missing file {target}")
+        claimed = {name for target in counts for name in readings(target)}
         add = []
         for memory in sorted(memories, key=lambda m: m.file):
-            if memory.indexed or counts.get(memory.file):
+            if memory.indexed or counts.get(memory.file) or memory.file in claimed:
                 continue
             line = format_entry(memory.name, memory.file, memory.description or "")
             if find_secrets(line):
@@ -546,5 +622,28 @@ def repair(
         if text != before:
             atomic_write(store.index_path, text.encode("utf-8", errors="surrogateescape"),
                          follow_symlinks=False)
+    report.left = doctor(store, env=env)
+    return report
+
+
+def _repair_team(store: MemoryStore, env: Mapping[str, str] | None) -> RepairReport:
+    """``repair --scope team``: the team index merge that ``team sync`` runs, under the team
+    folder's lock: every line of an existing file kept as written, lines for new files
+    added, lines of removed files, conflict copies and held-back files dropped."""
+    from jupyter_memory.memdir.team.index import exists_in, folder_memories, reconcile
+
+    report = RepairReport()
+    with store.writing():
+        before = store.read_index_for_edit()
+        shown, hidden = folder_memories(store.memdir, store.list())
+        merge = reconcile(before, shown, hidden=hidden, exists=exists_in(store.memdir))
+        if merge.changed:
+            atomic_write(store.index_path, merge.text.encode("utf-8", errors="surrogateescape"),
+                         follow_symlinks=False)
+        report.fixed += merge.notes()
+        for rel in _stale_temp_files(store.memdir):
+            with contextlib.suppress(FileNotFoundError):
+                (store.memdir / rel).unlink()
+                report.fixed.append(f"deleted {rel}, the leftover of an interrupted write")
     report.left = doctor(store, env=env)
     return report

@@ -26,7 +26,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import yaml
@@ -36,10 +36,12 @@ from jupyter_memory.errors import JupyterMemoryError
 __all__ = [
     "MAX_DEPTH",
     "MAX_HEADER_CHARS",
+    "MODIFIED",
     "SHAPES",
     "Document",
     "FrontmatterError",
     "Split",
+    "Stamp",
     "has_frontmatter",
     "load_yaml",
     "parse",
@@ -489,6 +491,8 @@ def _plain_ok(
 
 def _scalar(value: Any, flow: bool = False) -> str:
     """One YAML value on one line (collections in flow style)."""
+    if isinstance(value, Stamp):
+        return value.like("")
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -551,6 +555,67 @@ def render(fields: Mapping[str, Any], body: str) -> str:
 
 
 # --------------------------------------------------------------------------- surgical update
+
+
+MODIFIED = "modified"
+"""The header key that holds the time of the last write (ISO 8601)."""
+
+_STAMP = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})"
+    r"(?:(?P<sep>[Tt ])(?P<hm>\d{2}:\d{2})(?::(?P<sec>\d{2})(?:\.(?P<frac>\d+))?)?"
+    r"(?P<space>[ ]?)(?P<tz>[Zz]|[+-]\d{2}(?::?\d{2})?)?)?"
+)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """The time of a write, as a value for :func:`update`: it is written in the form of the
+    timestamp it replaces (quotes, precision, separator, zone), so a file keeps the shape
+    its writer gave it; a new one takes the reference's form, ``2026-10-14T08:03:51.207Z``.
+    """
+
+    moment: datetime
+
+    def like(self, inline: str) -> str:
+        """This time written the way ``inline`` (the old value, as written) is."""
+        raw = inline.strip()
+        quote = ""
+        if raw[:1] in "\"'" and _QUOTED.fullmatch(raw):
+            quote, raw = raw[0], raw[1:-1]
+        found = _STAMP.fullmatch(raw)
+        if found is None:
+            return self.like("2000-01-01T00:00:00.000Z")
+        return quote + self._shaped(found) + quote
+
+    def _shaped(self, found: re.Match[str]) -> str:
+        moment = self.moment.astimezone(timezone.utc)
+        tz = found["tz"] or ""
+        if tz and tz[0] in "+-":
+            hours, minutes = int(tz[1:3]), int(tz[-2:]) if len(tz) > 3 else 0
+            sign = -1 if tz[0] == "-" else 1
+            moment = moment.astimezone(timezone(sign * timedelta(hours=hours, minutes=minutes)))
+        if found["hm"] is None:
+            return moment.date().isoformat()
+        text = moment.date().isoformat() + found["sep"] + moment.strftime("%H:%M")
+        if found["sec"] is not None:
+            text += moment.strftime(":%S")
+            if found["frac"] is not None:
+                digits = len(found["frac"])
+                text += "." + f"{moment.microsecond:06d}".ljust(digits, "0")[:digits]
+        return text + found["space"] + tz
+
+
+_GAP = re.compile(r"(?:[ \t]*\r?\n)+")
+
+
+def _with_gap(old_body: str, new_body: str) -> str:
+    """``new_body`` with the blank lines that opened ``old_body`` (the reference writes one
+    after the closing fence), unless it opens with its own."""
+    gap = _GAP.match(old_body)
+    if gap is None or not new_body or new_body[:1] in "\r\n":
+        return new_body
+    return gap.group(0) + new_body
+
 
 
 @dataclass
@@ -623,8 +688,43 @@ def _line_end(line: str, newline: str) -> str:
     return "\n" if line.endswith("\n") else newline
 
 
+def _entry_value(lines: list[str], entry: _Entry) -> tuple[bool, Any]:
+    """``(True, value)`` of an entry as the loader reads it, or ``(False, None)`` when its
+    lines cannot be read on their own (a malformed header)."""
+    width = len(entry.indent)
+    text = "".join(line[width:] if line[:width] == entry.indent else line
+                   for line in lines[entry.start : entry.end])
+    try:
+        loaded = yaml.load(text, Loader=_Loader)
+    except Exception:
+        return False, None
+    if not isinstance(loaded, dict) or len(loaded) != 1:
+        return False, None
+    return True, next(iter(loaded.values()))
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Whether writing ``new`` would say what ``old`` already says (``1`` is not ``"1"``)."""
+    return type(old) is type(new) and bool(old == new)
+
+
+def _styled(inline: str, value: Any) -> str:
+    """``value`` written in the quoting style of the value it replaces (``inline``)."""
+    if not isinstance(value, str):
+        return _scalar(value)
+    if inline[:1] == '"' and _QUOTED.fullmatch(inline):
+        return _double_quote(value)
+    if inline[:1] == "'" and _QUOTED.fullmatch(inline) and not _CONTROL.search(value):
+        return "'" + value.replace("'", "''") + "'"
+    return _scalar(value)
+
+
 def _apply(lines: list[str], key: str, value: Any, newline: str, nested_shape: bool) -> list[str]:
-    """Set (or with ``None`` remove) one key, touching only that key's lines."""
+    """Set (or with ``None`` remove) one key, touching only that key's lines.
+
+    A key whose value is already ``value`` keeps its lines as written (its quotes, its
+    comment); a changed value keeps the quoting style of the one it replaces.
+    """
     top = _entries(lines, 0, len(lines), 0)
     here = [entry for entry in top if entry.key == key]
     indent = ""
@@ -639,24 +739,37 @@ def _apply(lines: list[str], key: str, value: Any, newline: str, nested_shape: b
                 if value is None:
                     return lines
                 end = max((c.end for c in children), default=meta.start + 1)
-                new = f"{indent}{_key(key)}: {_scalar(value)}{newline}"
+                new = f"{indent}{_key(key)}: {_written(value)}{newline}"
                 return [*lines[:end], new, *lines[end:]]
         elif meta is not None and meta.inline and nested_shape:
             return _apply_flow_metadata(lines, meta, key, value)
     if not here:
         if value is None:
             return lines
-        return [*lines, f"{_key(key)}: {_scalar(value)}{newline}"]
+        return [*lines, f"{_key(key)}: {_written(value)}{newline}"]
+    if value is not None and len(here) == 1 and not isinstance(value, Stamp):
+        readable, old = _entry_value(lines, here[0])
+        if readable and _same(old, value):
+            return lines
     result: list[str] = []
     position = 0
     for entry in here:
         result.extend(lines[position : entry.start])
         if value is not None:
             eol = _line_end(lines[entry.start], newline)
-            result.append(f"{entry.indent}{_key(key)}: {_scalar(value)}{eol}")
+            if isinstance(value, Stamp):
+                written = value.like(entry.inline)
+            else:
+                written = _styled(entry.inline, value)
+            result.append(f"{entry.indent}{_key(key)}: {written}{eol}")
         position = entry.end
     result.extend(lines[position:])
     return result
+
+
+def _written(value: Any) -> str:
+    """A new key's value: a :class:`Stamp` in the reference's own form, else a scalar."""
+    return value.like("") if isinstance(value, Stamp) else _scalar(value)
 
 
 def _apply_flow_metadata(lines: list[str], meta: _Entry, key: str, value: Any) -> list[str]:
@@ -670,6 +783,8 @@ def _apply_flow_metadata(lines: list[str], meta: _Entry, key: str, value: Any) -
     current = {str(k): v for k, v in current.items()}
     if value is None:
         current.pop(key, None)
+    elif isinstance(value, Stamp):
+        current[key] = value.like(str(current.get(key, ""))).strip("\"'")
     else:
         current[key] = value
     end = _line_end(lines[meta.start], "\n")
@@ -682,8 +797,11 @@ def update(text: str, changes: Mapping[str, Any], *, body: str | None = None) ->
 
     Each key in ``changes`` is rewritten where it already lives (top level, else under
     ``metadata:``) as a one-line YAML value; every other header line stays byte for byte.
-    A value of ``None`` removes the key. New keys go at the top level of a flat header and
-    under ``metadata:`` of a nested one. ``body``, when given, replaces the body. A text
+    A value of ``None`` removes the key; a value equal to the one written keeps its line
+    as it is (quotes included), and a changed one keeps the old value's quoting. A
+    :class:`Stamp` (``modified``) takes the form of the timestamp it replaces. New keys go
+    at the top level of a flat header and under ``metadata:`` of a nested one. ``body``,
+    when given, replaces the body, after the blank line that opened the old one. A text
     without frontmatter is **not** given one: its field changes are ignored and only the
     body is replaced. Never raises; works on malformed headers too (the edit is textual).
     """
@@ -698,7 +816,7 @@ def update(text: str, changes: Mapping[str, Any], *, body: str | None = None) ->
         for key, value in changes.items():
             lines = _apply(lines, str(key), value, parts.newline, nested)
     closing = parts.closing
-    new_body = parts.body if body is None else body
+    new_body = parts.body if body is None else _with_gap(parts.body, body)
     if new_body and not closing.endswith("\n"):
         closing += parts.newline
     return parts.bom + parts.opening + "".join(lines) + closing + new_body

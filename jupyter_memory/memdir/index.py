@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
+from urllib.parse import unquote
 
 from jupyter_memory.memdir.markdown import fence_flags, fence_open_at_end
+from jupyter_memory.memdir.scopes import TEAM_PREFIX as _TEAM_PREFIX
 
 INDEX_NAME = "MEMORY.md"
 MAX_LINES = 200
@@ -63,6 +65,26 @@ def normalize_file(file: str) -> str:
     """The form used to compare pointer targets: ``/`` separators, no ``./``."""
     file = file.strip().replace("\\", "/")
     return posixpath.normpath(file) if file else file
+
+
+def readings(target: str) -> tuple[str, ...]:
+    """Every memory file a pointer's link can mean, in the order to try them.
+
+    The link as written (normalised: ``./x.md``, ``a/../x.md``), percent-decoded
+    (``my%20notes.md``), and each of those without a leading ``team/``: memories of the
+    team folder are named ``team/x.md`` everywhere they are shown, so a line written that
+    way in the team index still points at its ``x.md``. A pointer to a file that exists
+    under any of these readings is never dangling.
+    """
+    found: list[str] = []
+    for raw in (target, unquote(target)):
+        name = normalize_file(raw)
+        if not name or name in (".", "..") or name.startswith(("../", "/")):
+            continue
+        found.append(name)
+        if name.startswith(_TEAM_PREFIX) and len(name) > len(_TEAM_PREFIX):
+            found.append(name[len(_TEAM_PREFIX):])
+    return tuple(dict.fromkeys(found))
 
 
 def _unescape_title(title: str) -> str:
@@ -437,9 +459,12 @@ def edit_entries(
 
 
 def rename_entry(text: str, old_file: str, new_file: str) -> str:
-    """Repoint the lines for ``old_file`` at ``new_file``, keeping title, hook and position.
+    """Repoint the lines for ``old_file`` at ``new_file``: only the link target changes, so
+    the title, the hook and every other byte of the line stay as written.
 
-    Returns ``text`` unchanged when no line points at ``old_file``.
+    Further lines for ``old_file`` and any line already pointing at ``new_file`` are
+    dropped (one line per file). Returns ``text`` unchanged when no line points at
+    ``old_file``.
     """
     index = parse_index(text)
     old = normalize_file(old_file)
@@ -451,7 +476,14 @@ def rename_entry(text: str, old_file: str, new_file: str) -> str:
     matching = [e for e in index.entries if normalize_file(e.file) == old]
     lines = _split(without_new)
     first = matching[0]
-    ending = "\r" if lines[first.line - 1].endswith("\r") else ""
-    lines[first.line - 1] = format_entry(first.title, new_file, first.hook) + ending
+    line = lines[first.line - 1]
+    found = _match_entry(line)
+    if found is None:  # the parser matched this very line; nothing else can happen
+        return text
+    group = "angle" if found.group("angle") is not None else "plain"
+    start, end = found.span(group)
+    if group == "angle":
+        start, end = start - 1, end + 1
+    lines[first.line - 1] = line[:start] + _link_target(new_file) + line[end:]
     drop = {e.line - 1 for e in matching[1:]}
     return "\n".join(line for i, line in enumerate(lines) if i not in drop)

@@ -19,6 +19,7 @@ from jupyter_memory.memdir.frontmatter import Document
 from jupyter_memory.memdir.scopes import scope_of
 
 __all__ = [
+    "AUTHOR_FIELD",
     "MEMORY_TYPES",
     "PROVENANCES",
     "PROVENANCE_FIELD",
@@ -33,6 +34,9 @@ PROVENANCES = ("user", "agent", "extraction", "import")
 
 PROVENANCE_FIELD = "origin"
 """Frontmatter key recording provenance (top level when flat, under ``metadata:`` when nested)."""
+
+AUTHOR_FIELD = "author"
+"""Frontmatter key naming the person who wrote a team memory (docs/team.md)."""
 
 
 def _text(value: Any) -> str | None:
@@ -76,6 +80,8 @@ class Memory:
     #: ``private`` (the person's memdir) or ``team`` (the shared folder; ``file`` starts
     #: with ``team/``), SPEC §8.
     scope: str = "private"
+    #: Who wrote it (the ``author`` field every team write records), or None.
+    author: str | None = None
 
     @property
     def type_known(self) -> bool:
@@ -120,6 +126,7 @@ class Memory:
             provenance=_provenance(doc.get(PROVENANCE_FIELD)),
             error=doc.error,
             scope=scope_of(rel),
+            author=_text(doc.get(AUTHOR_FIELD)),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -138,6 +145,7 @@ class Memory:
             "provenance": self.provenance,
             "error": self.error,
             "scope": self.scope,
+            "author": self.author,
         }
 
 

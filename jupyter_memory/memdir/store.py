@@ -25,12 +25,13 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import Any, TypedDict
 
 from jupyter_memory.errors import InvalidMemory, InvalidPath, MemoryExists, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
-from jupyter_memory.memdir.clock import now_iso
+from jupyter_memory.memdir.frontmatter import MODIFIED, Stamp
 from jupyter_memory.memdir.fsutil import atomic_write, memdir_lock, read_no_follow, refuse_symlink
 from jupyter_memory.memdir.guard import check_no_secrets, find_secrets
 from jupyter_memory.memdir.index import (
@@ -119,6 +120,11 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _now() -> Stamp:
+    """The time of this write, for ``modified`` (written in the form the file uses)."""
+    return Stamp(datetime.now(timezone.utc))
+
+
 
 
 def _inside(real: str, root: str) -> bool:
@@ -133,6 +139,9 @@ class MemoryStore:
     (``user``, ``agent``, ``extraction`` or ``import``). ``mark_provenance=False`` writes
     no ``origin`` field at all, as the reference does.
     """
+
+    #: Which memories the store's folder holds (``team`` for the team folder's own store).
+    scope = "private"
 
     def __init__(
         self,
@@ -514,7 +523,7 @@ class MemoryStore:
             old = self._read_for_update(path, rel)
             doc = frontmatter.parse(old)
             if doc.has_frontmatter:
-                new = frontmatter.update(old, {**changes, "modified": now_iso()}, body=body)
+                new = frontmatter.update(old, {**changes, MODIFIED: _now()}, body=body)
             elif changes:
                 fields = {k: v for k, v in changes.items() if k != PROVENANCE_FIELD}
                 new = frontmatter.render(fields, doc.body if body is None else body)
@@ -530,7 +539,7 @@ class MemoryStore:
                 atomic_write(path, new)
             after_doc = frontmatter.parse(new)
             before = self.read_index_for_edit()
-            after = self._index_after_update(before, rel, after_doc, name, description, hook)
+            after = self._index_after_update(before, rel, after_doc, doc, name, description, hook)
             changed, index_check = self._save_index(before, after)
         return WriteResult(rel, False, index_check, tuple(warnings), changed)
 
@@ -554,18 +563,30 @@ class MemoryStore:
         text: str,
         rel: str,
         doc: frontmatter.Document,
+        old: frontmatter.Document,
         name: str | None,
         description: str | None,
         hook: str | None,
     ) -> str:
+        """The index after an update: a pointer line follows a changed name or description
+        only where it was made from the old one, so a title or hook someone wrote by hand
+        stays as written (and an unchanged memory leaves the index byte for byte)."""
         entry = parse_index(text).find(rel)
-        if entry is not None:
-            if name is None and description is None and hook is None:
-                return text
-            title = _one_line(name) if name is not None else entry.title
-            new_hook = hook if hook is not None else description
-            return upsert_entry(text, rel, title, entry.hook if new_hook is None else new_hook)
-        return self._ensure_pointer(text, rel, doc, hook)
+        if entry is None:
+            return self._ensure_pointer(text, rel, doc, hook)
+        title, new_hook = entry.title, entry.hook
+        old_name = _text(old.get("name")) or PurePath(rel).stem
+        if name is not None and _one_line(name) != old_name and _made_from(title, old_name):
+            title = _one_line(name)
+        old_description = _text(old.get("description")) or ""
+        if hook is not None:
+            new_hook = _one_line(hook)
+        elif (description is not None and _one_line(description) != old_description
+              and _made_from(new_hook, old_description)):
+            new_hook = _one_line(description)
+        if (title, new_hook) == (entry.title, entry.hook):
+            return text
+        return upsert_entry(text, rel, title, new_hook)
 
     def _ensure_pointer(
         self, text: str, rel: str, doc: frontmatter.Document, hook: str | None = None
@@ -597,7 +618,7 @@ class MemoryStore:
         doc = frontmatter.parse(text)
         final = text
         if doc.has_frontmatter:
-            changes: dict[str, Any] = {"modified": now_iso()}
+            changes: dict[str, Any] = {MODIFIED: _now()}
             if self.mark_provenance:
                 changes[PROVENANCE_FIELD] = self._provenance(provenance)
                 if self.session_id and not path.exists() and doc.get("originSessionId") is None:
@@ -612,6 +633,33 @@ class MemoryStore:
             after = self._ensure_pointer(before, rel, frontmatter.parse(final))
             changed, index_check = self._save_index(before, after)
         return WriteResult(rel, created, index_check, (), changed)
+
+    def free_name(self, file: str | PurePath) -> str:
+        """``file`` (checked), or ``<stem>_2.md``, ``_3``… when a memory already has it."""
+        rel = self.normalize(file)
+        stem, n = rel[:-3], 2
+        while self.resolve(rel).exists():
+            rel, n = f"{stem}_{n}.md", n + 1
+        return rel
+
+    def place(self, file: str | PurePath, data: bytes, *, title: str, hook: str) -> WriteResult:
+        """Put a memory moved here from another folder: its bytes exactly as they were
+        (a move is no rewrite: nothing, not even ``modified``, changes) and its index
+        line. Refuses an existing file and a credential like any write."""
+        rel = self.normalize(file)
+        path = self.resolve(rel)
+        text = data.decode("utf-8", errors="replace")
+        _check_size(text, f"memory {rel}")
+        check_file_name(rel)
+        check_no_secrets(text, f"memory {rel}")
+        with self.writing():
+            if path.exists():
+                raise MemoryExists(f"{rel} already exists; the memory was not moved over it.")
+            atomic_write(path, data, follow_symlinks=False)
+            before = self.read_index_for_edit()
+            after = upsert_entry(before, rel, title, hook)
+            changed, index_check = self._save_index(before, after)
+        return WriteResult(rel, True, index_check, (), changed)
 
     def write_index(self, text: str) -> WriteResult:
         """Replace ``MEMORY.md``. Always written; the check says if it is near or over the limits."""
@@ -745,11 +793,25 @@ def _marked(text: str, doc: frontmatter.Document, changes: dict[str, Any]) -> st
     """
     final = frontmatter.update(text, changes)
     check = frontmatter.parse(final)
-    if check.error is None and all(check.get(k) == v for k, v in changes.items()):
+    if check.error is None and all(
+        check.get(k) is not None if isinstance(v, Stamp) else check.get(k) == v
+        for k, v in changes.items()
+    ):
         return final
     fields = dict(doc.fields)
     fields.update(changes)
     return frontmatter.render(fields, doc.body)
+
+
+def _made_from(shown: str, source: str) -> bool:
+    """Whether an index title or hook was made from ``source`` by the store (whole, or
+    shortened with an ellipsis), rather than written by someone."""
+    if shown == source:
+        return True
+    if not shown.endswith("…"):
+        return False
+    head = shown[:-1].rstrip()
+    return bool(head) and source.replace("[", "(").replace("]", ")").startswith(head)
 
 
 def _text(value: Any) -> str | None:

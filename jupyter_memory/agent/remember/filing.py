@@ -116,7 +116,8 @@ def remember_with_agent(
     day = today or _dt.date.today()
     folder = Path(store.memdir)
     recording = WriteTrackingStore(folder, session_id=session.session_id, maintain_index=True,
-                               provenance_default="user")
+                                   mark_provenance=session.config.provenance,
+                                   provenance_default="user")
     ctx = ToolContext(project_root=session.project_root, memdir=folder, store=recording,
                       permission=PermissionPolicy(mode="deny", interactive=False),
                       restrict_to_memdir=True, provenance="user")
@@ -153,7 +154,7 @@ def remember_with_agent(
                              name=changes.get("name"), description=changes.get("description"))
     settle = getattr(store, "settle", None)  # the team folder's rules (SPEC §8)
     if settle is not None:
-        out.notes += settle(files)
+        out.notes += [moved.note for moved in settle(files)]
         files = [f for f in files if (folder / f).exists()]
         out.files, out.created = files, [f for f in created if f in files]
     if run.stopped:

@@ -42,4 +42,5 @@ def scope_store(session: Session, scope: str = "memdir", agent: str = DEFAULT_AG
         return team
     folder = scope_dir(scope, memdir=memdir, project_root=session.project_root,
                        agent=agent, env=session.env)
-    return MemoryStore(folder, session_id=session.session_id, maintain_index=True)
+    return MemoryStore(folder, session_id=session.session_id, maintain_index=True,
+                       mark_provenance=session.config.provenance)

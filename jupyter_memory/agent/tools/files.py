@@ -268,8 +268,12 @@ def _save(
             result = ctx.store.write_index(text)
         else:
             result = ctx.store.write_file(loc.memdir_file, text, provenance=ctx.provenance)
-        ctx.written_memdir_files.add(loc.memdir_file)
-        notes += _index_notes(result, loc.memdir_file)
+        ctx.written_memdir_files.add(result.file)
+        notes += _index_notes(result, result.file)
+        if result.file != loc.memdir_file:  # the store filed it in another scope (team → private)
+            path = ctx.store.resolve(result.file)
+            ctx.read_files[path] = path.stat().st_mtime
+            return read_text(path), notes
         stored = read_text(loc.path)
         if stored != text:
             notes.append(

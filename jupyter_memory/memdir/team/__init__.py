@@ -14,9 +14,12 @@ One concern per module:
 - ``authorship`` — the ``author`` field and who is writing;
 - ``listing`` — private and team memories as one listing (:func:`scan_all`);
 - ``store`` — :class:`ScopedStore` and :class:`TeamFolderStore`, the team's write rules;
-- ``index`` — the team ``MEMORY.md``, rebuilt from the files;
-- ``git`` and ``repo`` — git plumbing;
-- ``unsynced`` — :func:`status`, what is not synced yet;
+- ``checks`` — what stays out of the team index and recall: conflict copies and held-back
+  files (:func:`held_back`);
+- ``index`` — the team ``MEMORY.md``: kept by people, merged by sync and repair
+  (:func:`reconcile`, :func:`merge3`);
+- ``git``, ``repo`` and ``state`` — git plumbing, and what a sync keeps for the next one;
+- ``unsynced`` — :func:`status`, how the folder is shared and what is not synced yet;
 - ``sharing`` — :func:`clone` and :func:`sync`.
 
 A session imports this package on every start, so the names below are loaded on first
@@ -37,8 +40,9 @@ if TYPE_CHECKING:
         scope_of,
     )
     from jupyter_memory.memdir.team.authorship import AUTHOR_FIELD, author
+    from jupyter_memory.memdir.team.checks import CONFLICT_MARK, held_back, is_conflict_copy
     from jupyter_memory.memdir.team.git import TeamError
-    from jupyter_memory.memdir.team.index import index_text, load_index, rebuild_index
+    from jupyter_memory.memdir.team.index import index_text, load_index, merge3, reconcile
     from jupyter_memory.memdir.team.listing import as_team, scan_all
     from jupyter_memory.memdir.team.location import SETTING, TeamLocation, find, team_location
     from jupyter_memory.memdir.team.registry import folder_of, register, team_path
@@ -50,7 +54,7 @@ if TYPE_CHECKING:
         sync,
     )
     from jupyter_memory.memdir.team.store import ScopedStore, TeamFolderStore, open_store
-    from jupyter_memory.memdir.team.unsynced import CONFLICT_MARK, TeamStatus, status
+    from jupyter_memory.memdir.team.unsynced import TeamStatus, shared_on_disk, status
 
 _EXPORTS = {
     "TEAM_DIRNAME": "jupyter_memory.memdir.scopes",
@@ -60,10 +64,14 @@ _EXPORTS = {
     "scope_of": "jupyter_memory.memdir.scopes",
     "AUTHOR_FIELD": f"{__name__}.authorship",
     "author": f"{__name__}.authorship",
+    "CONFLICT_MARK": f"{__name__}.checks",
+    "held_back": f"{__name__}.checks",
+    "is_conflict_copy": f"{__name__}.checks",
     "TeamError": f"{__name__}.git",
     "index_text": f"{__name__}.index",
     "load_index": f"{__name__}.index",
-    "rebuild_index": f"{__name__}.index",
+    "merge3": f"{__name__}.index",
+    "reconcile": f"{__name__}.index",
     "as_team": f"{__name__}.listing",
     "scan_all": f"{__name__}.listing",
     "SETTING": f"{__name__}.location",
@@ -81,8 +89,8 @@ _EXPORTS = {
     "ScopedStore": f"{__name__}.store",
     "TeamFolderStore": f"{__name__}.store",
     "open_store": f"{__name__}.store",
-    "CONFLICT_MARK": f"{__name__}.unsynced",
     "TeamStatus": f"{__name__}.unsynced",
+    "shared_on_disk": f"{__name__}.unsynced",
     "status": f"{__name__}.unsynced",
 }
 
@@ -107,13 +115,17 @@ __all__ = [
     "default_scope",
     "find",
     "folder_of",
+    "held_back",
     "index_text",
+    "is_conflict_copy",
     "load_index",
+    "merge3",
     "open_store",
-    "rebuild_index",
+    "reconcile",
     "register",
     "scan_all",
     "scope_of",
+    "shared_on_disk",
     "status",
     "sync",
     "team_location",

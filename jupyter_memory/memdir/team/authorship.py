@@ -8,11 +8,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from jupyter_memory.memdir.record import AUTHOR_FIELD
 from jupyter_memory.memdir.team.git import git_config
 
 __all__ = ["AUTHOR_FIELD", "author"]
-
-AUTHOR_FIELD = "author"
 
 
 def author(folder: Path | None = None, env: Mapping[str, str] | None = None) -> str:

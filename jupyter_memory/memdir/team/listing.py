@@ -9,6 +9,7 @@ from pathlib import Path
 from jupyter_memory.memdir.record import Memory
 from jupyter_memory.memdir.scan import FileStat, ScanCache, scan
 from jupyter_memory.memdir.scopes import TEAM_PREFIX
+from jupyter_memory.memdir.team.checks import shown
 from jupyter_memory.memdir.team.registry import folder_of, scan_cache
 
 __all__ = ["as_team", "scan_all"]
@@ -30,12 +31,17 @@ def scan_all(
 
     The private scan skips the nested ``team/`` folder; the team folder is scanned on its
     own (against its own index) wherever it lives, and its files are named ``team/…``.
+    Conflict copies and held-back team files stay out (:mod:`.checks`): what is listed
+    here is what recall may send to the model.
     """
     team_folder = folder_of(memdir) if folder is None else folder
     if limit is None:
         private = [m for m in scan(memdir, limit=None, cache=cache)
                    if not m.file.startswith(TEAM_PREFIX)]
-        shared = [as_team(m) for m in scan(team_folder, limit=None, cache=scan_cache(team_folder))]
+        team_cache = scan_cache(team_folder)
+        every_team = shown(team_folder, team_cache.files(team_folder))
+        shared = [as_team(m) for m in team_cache.memories(
+            every_team, team_cache.pointed(team_folder), time.time())]
         return sorted(private + shared, key=lambda m: (-m.mtime, m.file))
     # Choose the newest ``limit`` files from the two sorted listings first, then build records
     # for those only: a turn's manifest costs the same at 200 memories as at 10,000.
@@ -43,7 +49,7 @@ def scan_all(
     team_cache = scan_cache(team_folder)
     every, every_team = cache.files(memdir), team_cache.files(team_folder)
     private_files = _newest(every, limit, skip=TEAM_PREFIX)
-    team_files = _newest(every_team, limit)
+    team_files = shown(team_folder, every_team, max(limit, 0))
     cache.forget_missing((e.abspath for e in every), len(every))
     team_cache.forget_missing((e.abspath for e in every_team), len(every_team))
     now = time.time()

@@ -1,47 +1,81 @@
 """The git repository a team folder is in: a runner with an identity, and what it holds.
 
-:class:`Git` runs the commands of one status or sync in the repository, with an identity
-when the person has configured none; the helpers read the folder's place in it, its
-uncommitted changes and the remote it pushes to.
+:class:`Git` runs the commands of one status or sync in the repository. Every command
+runs with ``core.symlinks=false``, so git never makes a symbolic link in the team folder
+(a link a remote committed is checked out as a plain file holding its text), and with
+an identity when the person has configured none. The helpers read the folder's place in
+the repository, its uncommitted changes, the links the repository records and the
+remote a sync pushes to.
 """
 
 from __future__ import annotations
 
+import contextlib
+import getpass
 import os
 import shutil
-import socket
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jupyter_memory.memdir.team.authorship import author
 from jupyter_memory.memdir.team.git import TeamError, git_config, git_env
 
-__all__ = ["Git", "path_in_repo", "uncommitted", "upstream"]
+__all__ = ["Git", "links_in", "path_in_repo", "uncommitted", "upstream"]
+
+#: The id of git's empty tree: what a branch that does not exist yet is compared with.
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def _login(environ: Mapping[str, str]) -> str:
+    """The hub user, else the login name (never a made-up one when the system knows it)."""
+    for key in ("JUPYTERHUB_USER", "USER", "LOGNAME"):
+        if environ.get(key):
+            return environ[key]
+    with contextlib.suppress(Exception):
+        return getpass.getuser()
+    return "jupyter-memory"
 
 
 @dataclass
 class Git:
-    """git in one repository, with an identity when the person has configured none."""
+    """git in one repository, with an identity when the person has configured none.
+
+    ``assumed`` is that identity (``ana <ana@localhost>``) when git has none of its own
+    (no ``user.name``/``user.email`` and no ``GIT_AUTHOR_NAME`` in the environment): the
+    hub user or login name at ``localhost``, which a sync says it used.
+    """
 
     cwd: Path
     env: Mapping[str, str] | None = None
     identity: tuple[str, ...] = field(default_factory=tuple)
+    assumed: str | None = None
+    index_file: str | None = None
 
     def __post_init__(self) -> None:
         if shutil.which("git") is None:
             raise TeamError("git is not installed; install git to share team memory.")
-        if not git_config("user.name", self.cwd, self.env):
-            user = author(None, self.env)
-            host = socket.gethostname() or "localhost"
-            self.identity = ("-c", f"user.name={user}", "-c", f"user.email={user}@{host}")
+        environ = os.environ if self.env is None else self.env
+        name = git_config("user.name", self.cwd, self.env)
+        email = git_config("user.email", self.cwd, self.env)
+        if name and email:
+            return
+        user = name or _login(environ)
+        address = email or f"{user}@localhost"
+        self.identity = ("-c", f"user.name={user}", "-c", f"user.email={address}")
+        if not environ.get("GIT_AUTHOR_NAME"):
+            self.assumed = f"{user} <{address}>"
 
-    def run(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, check: bool = True, timeout: float = 120,
+            stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = git_env(self.env)
+        if self.index_file is not None:
+            env["GIT_INDEX_FILE"] = self.index_file
         try:
             done = subprocess.run(
-                ["git", *self.identity, *args], cwd=self.cwd, capture_output=True, text=True,
-                env=git_env(self.env), timeout=timeout, check=False,
+                ["git", "-c", "core.symlinks=false", *self.identity, *args], cwd=self.cwd,
+                capture_output=True, text=True, env=env, timeout=timeout, check=False,
+                input=stdin,
             )
         except subprocess.TimeoutExpired:
             raise TeamError(f"git {args[0]} took longer than {timeout:g}s and was stopped.") from None
@@ -52,6 +86,30 @@ class Git:
     def out(self, *args: str) -> str:
         return self.run(*args).stdout.strip()
 
+    def has(self, rev: str) -> bool:
+        """Whether ``rev`` names a commit here."""
+        return self.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}",
+                        check=False).returncode == 0
+
+    @contextlib.contextmanager
+    def own_index(self) -> Iterator[Git]:
+        """This repository with an index of its own, starting from ``HEAD``: what is staged
+        there is exactly what a commit holds, whatever the person has staged elsewhere."""
+        path = self.out("rev-parse", "--git-path", "jupyter-memory-index")
+        full = path if os.path.isabs(path) else str(self.cwd / path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(full)
+        other = Git.__new__(Git)
+        other.__dict__.update(self.__dict__)
+        other.index_file = full
+        try:
+            if self.has("HEAD"):
+                other.run("read-tree", "HEAD")
+            yield other
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(full)
+
 
 def path_in_repo(repo: Path, folder: Path) -> str:
     """``folder`` relative to the repository's top (``.`` when it is the top), for pathspecs."""
@@ -61,13 +119,28 @@ def path_in_repo(repo: Path, folder: Path) -> str:
 
 def uncommitted(git: Git, spec: str) -> list[tuple[str, str]]:
     """The uncommitted changes under ``spec``: (status code, path from the repository's top)."""
-    out = git.run("status", "--porcelain", "--untracked-files=all", "--", spec).stdout
+    out = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                  "--", spec).stdout
     found = []
-    for line in out.splitlines():
-        code, path = line[:2], line[3:]
-        if " -> " in path:
-            path = path.split(" -> ", 1)[1]
-        found.append((code.strip() or "M", path.strip('"')))
+    for item in out.split("\0"):
+        if len(item) < 4:
+            continue
+        code, path = item[:2], item[3:]
+        found.append((code.strip() or "M", path))
+    return found
+
+
+def links_in(git: Git, rev: str, paths: Sequence[str]) -> dict[str, str]:
+    """Paths ``rev`` records as symbolic links (mode 120000), each with its link text."""
+    if not git.has(rev):
+        return {}
+    out = git.run("ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths).stdout
+    found = {}
+    for item in out.split("\0"):
+        meta, _, path = item.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[0] == "120000":
+            found[path] = git.run("cat-file", "blob", parts[2]).stdout
     return found
 
 

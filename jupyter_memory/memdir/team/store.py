@@ -11,14 +11,14 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any
 
 from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.guard import check_no_secrets
-from jupyter_memory.memdir.index import INDEX_NAME
+from jupyter_memory.memdir.index import INDEX_NAME, parse_index, upsert_entry
 from jupyter_memory.memdir.location import MemoryLocation
 from jupyter_memory.memdir.record import Memory
 from jupyter_memory.memdir.scopes import MEMORY_SCOPES, TEAM_PREFIX, check_team_type
@@ -28,7 +28,17 @@ from jupyter_memory.memdir.team.listing import as_team, scan_all
 from jupyter_memory.memdir.team.location import TeamLocation, team_location
 from jupyter_memory.memdir.team.registry import register, scan_cache
 
-__all__ = ["ScopedStore", "TeamFolderStore", "open_store"]
+__all__ = ["Moved", "ScopedStore", "TeamFolderStore", "open_store"]
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A memory filed in the wrong scope and moved: from ``file`` (in the team folder) to
+    ``to`` (in private memory; None when it could not be moved), with a note for people."""
+
+    file: str
+    to: str | None
+    note: str
 
 
 class TeamFolderStore(MemoryStore):
@@ -40,15 +50,27 @@ class TeamFolderStore(MemoryStore):
     them as ``team/db.md``.
     """
 
+    scope = "team"
+
     def __init__(self, folder: Path | str, *, env: Mapping[str, str] | None = None,
-                 **options: Any) -> None:
+                 private: MemoryStore | None = None, **options: Any) -> None:
         options.setdefault("cache", scan_cache(Path(folder)))
-        options["maintain_index"] = True  # the sync rebuilds it anyway; keep it right now
+        options["maintain_index"] = True  # people write it; keep it in step with each write
         super().__init__(folder, **options)
         self.env = env
+        #: The person's private store: where a ``user`` memory filed here by a model goes.
+        self.private = private
 
     def author(self) -> str:
         return author(self.memdir, self.env)
+
+    def normalize(self, file: str | PurePath, *, allow_index: bool = False) -> str:
+        """As for any store, and a leading ``team/`` (how team memories are shown
+        everywhere) names the same file."""
+        raw = file.as_posix() if isinstance(file, PurePath) else file
+        if isinstance(raw, str) and raw.startswith(TEAM_PREFIX):
+            raw = raw[len(TEAM_PREFIX):]
+        return super().normalize(raw, allow_index=allow_index)
 
     def list(self, limit: int | None = None) -> list[Memory]:
         return [replace(m, scope="team") for m in super().list(limit)]
@@ -85,22 +107,47 @@ class TeamFolderStore(MemoryStore):
         check_no_secrets(text, f"team memory {rel}")
         return super().write_file(rel, text, provenance=provenance)
 
-    def settle(self, files: Sequence[str]) -> builtins.list[str]:
+    def settle(self, files: Sequence[str]) -> builtins.list[Moved]:
         """After a model wrote ``files`` through a plain store: enforce the team rules.
 
-        A ``user`` memory is taken back out (it belongs in private memory) and every
-        other file gets its ``author``. Returns notes for the person.
+        A ``user`` memory is moved to the person's private memory (:attr:`private`), never
+        deleted: it describes this person, who meant to keep it. Every other file gets
+        its ``author``. Returns the moves, each with a note for the person.
         """
-        notes = []
+        moves = []
         for file in files:
             doc = frontmatter.parse(self.read(file))
             if str(doc.get("type") or "").lower() == "user":
-                self.forget(file)
-                notes.append(f"{file} was a 'user' memory, which is always private; it was "
-                             "taken out of the team folder. Save it without --scope team.")
+                moves.append(self.move_to_private(file))
             elif doc.has_frontmatter and doc.get(AUTHOR_FIELD) != self.author():
                 self.update(file)
-        return notes
+        return moves
+
+    def move_to_private(self, file: str) -> Moved:
+        """Move a ``user`` memory from the team folder to private memory.
+
+        Its bytes and index line go with it (:meth:`MemoryStore.place`). Without a private
+        store the file stays where it is (out of the team index and recall, and no sync
+        sends it).
+        """
+        rel = self.normalize(file)
+        if self.private is None:
+            return Moved(rel, None, (
+                f"team/{rel} is a 'user' memory, which is always private; it stays where it "
+                "is, out of the team index and recall, and no sync sends it. Move it to your "
+                "private memory."))
+        data = self.resolve(rel).read_bytes()
+        doc = frontmatter.parse(data.decode("utf-8", errors="replace"))
+        entry = parse_index(self.read_index()).find(rel)
+        name = str(doc.get("name") or PurePath(rel).stem)
+        title = entry.title if entry is not None else name
+        hook = entry.hook if entry is not None else str(doc.get("description") or "")
+        target = self.private.free_name(PurePath(rel).name)
+        self.private.place(target, data, title=title, hook=hook)
+        self.forget(rel)
+        return Moved(rel, target, (
+            f"team/{rel} was a 'user' memory, which describes one person and is always "
+            f"private: it was moved to your private memory as {target}."))
 
 
 class ScopedStore(MemoryStore):
@@ -131,6 +178,7 @@ class ScopedStore(MemoryStore):
             provenance_default=self.provenance_default,
             mark_provenance=self.mark_provenance,
             lock_timeout=self.lock_timeout,
+            private=self,
         )
         register(self.memdir, folder)
 
@@ -205,9 +253,27 @@ class ScopedStore(MemoryStore):
 
     def write_file(self, file: str | PurePath, text: str, *,
                    provenance: str | None = None) -> WriteResult:
+        """Write a whole file (the agent's Write and Edit). A ``user`` memory written into
+        the team folder is saved in private memory instead, and the result says so: it
+        describes this person, so the team must not read it, and nothing is lost."""
         rel = self._team_rel(file)
         if rel is None:
             return super().write_file(file, text, provenance=provenance)
+        if str(frontmatter.parse(text).get("type") or "").strip().lower() == "user":
+            team_rel = self.team.normalize(rel)
+            target = self.free_name(PurePath(team_rel).name)
+            with self.writing():
+                result = super().write_file(target, text, provenance=provenance)
+                before = self.read_index_for_edit()  # its line follows it, as in a move
+                doc = frontmatter.parse(self.read(target))
+                after = before if parse_index(before).find(target) else upsert_entry(
+                    before, target, str(doc.get("name") or PurePath(target).stem),
+                    str(doc.get("description") or ""))
+                changed, index_check = self._save_index(before, after)
+            note = (f"team/{team_rel} is a 'user' memory, which describes one person and is "
+                    f"always private: it was saved in your private memory as {target} instead.")
+            return replace(result, warnings=(*result.warnings, note), index_check=index_check,
+                           index_changed=result.index_changed or changed)
         return self._mapped(self.team.write_file(rel, text, provenance=provenance))
 
     def forget(self, file: str | PurePath) -> WriteResult:
