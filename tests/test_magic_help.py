@@ -79,3 +79,18 @@ def test_a_subcommand_error_has_the_one_shape(ip: InteractiveShell) -> None:
     assert message.startswith("%agent replay: No recording at missing.recording.json")
     message = fails(ip, "%agent resume nowhere.jsonl")
     assert message.startswith("%agent resume: No session log")
+
+
+def test_a_prompt_is_never_expanded_but_a_subcommand_is(ip: InteractiveShell, fake_api) -> None:
+    """IPython expands ``$name`` and ``{expression}`` in a line magic's arguments; a prompt
+    must reach the model as typed, while ``%agent replay $RECORDING`` keeps working."""
+    from jupyter_memory.localapi import Turn
+
+    fake_api.script([Turn(text="Answered.")])
+    run(ip, "x = 41\nRECORDING = 'from-a-variable.json'")
+    run(ip, "%agent what is {x} and $x?")
+    last = fake_api.requests[-1].body["messages"][-1]["content"][-1]["text"]
+    assert last == "what is {x} and $x?"
+    assert "No recording at from-a-variable.json" in fails(ip, "%agent replay $RECORDING")
+    inner = "def f():\n    rec = 'inner.json'\n    %agent replay {rec}\nf()"
+    assert "No recording at inner.json" in fails(ip, inner)

@@ -12,6 +12,7 @@ typed.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -99,15 +100,19 @@ class AgentLine:
     args: Args
 
 
-def read_agent_line(line: str, cell: str | None = None, *, stdout: TextIO,
-                    stderr: TextIO) -> AgentLine:
+def read_agent_line(line: str, cell: str | None = None, *, stdout: TextIO, stderr: TextIO,
+                    expand: Callable[[str], str] | None = None) -> AgentLine:
     """What ``%agent LINE`` (``cell`` None) or ``%%agent LINE`` + ``cell`` asks for.
 
-    Raises :class:`CommandUsageError` for an unknown option before the prompt (naming the
-    closest known one) and ``HelpShown`` after printing the help for ``-h``.
+    ``expand`` is what the front end does to a command's line (IPython: ``$name`` and
+    ``{expression}``); it applies to a line subcommand (``%agent replay $RECORDING``) and
+    never to a prompt, which is kept exactly as typed. Raises :class:`CommandUsageError`
+    for an unknown option before the prompt (naming the closest known one) and
+    ``HelpShown`` after printing the help for ``-h``.
     """
     if cell is None and not line.lstrip().startswith("-"):
-        sub = _subcommand(line, stdout=stdout, stderr=stderr)
+        sub = _subcommand(expand(line) if expand is not None else line, stdout=stdout,
+                          stderr=stderr)
         if sub is not None:
             return sub
     return AgentLine(AGENT, parse_prompt(AGENT, line, cell=cell, stdout=stdout,

@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import (
+    Magics,
+    line_cell_magic,
+    magics_class,
+    needs_local_scope,
+    no_var_expand,
+)
 from IPython.display import display
 from traitlets import Bool, Enum, Float, Int, TraitError, TraitType, Unicode, default, validate
 from traitlets.config import Configurable
@@ -178,11 +184,17 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         session.client_factory = main.client_factory
         return session
 
+    @no_var_expand  # a prompt is sent as typed; only a line subcommand is expanded
+    @needs_local_scope
     @line_cell_magic
-    def agent(self, line: str = "", cell: str | None = None) -> None:
+    def agent(self, line: str = "", cell: str | None = None, local_ns: Any = None) -> None:
         # The docstring is generated from the declaration (magic_doc, after the class).
+        def expand(text: str) -> str:
+            return self._expand(text, local_ns)
+
         try:
-            asked = read_agent_line(line, cell, stdout=sys.stdout, stderr=sys.stderr)
+            asked = read_agent_line(line, cell, stdout=sys.stdout, stderr=sys.stderr,
+                                    expand=expand)
         except HelpShown:
             return
         except JupyterMemoryError as exc:
@@ -244,6 +256,17 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             raise UsageError(result.error or "The turn failed; see the session log.")
         if problem is not None:  # background work of the turn (extraction) was refused
             raise UsageError(problem)
+
+    def _expand(self, line: str, local_ns: Any) -> str:
+        """``$name`` and ``{expression}`` in ``line``, as IPython expands a line magic's
+        arguments (``local_ns``: the caller's locals); left as typed when it cannot."""
+        from IPython.utils.text import DollarFormatter
+
+        names = {**self._user_ns, **(local_ns or {})}
+        try:
+            return DollarFormatter().vformat(line, args=[], kwargs=names)
+        except Exception:  # as IPython does: a line it cannot expand stays as it is
+            return line
 
     def _note_unknown_model(self, model: str) -> None:
         """Say once per model name, on standard error, that the budgets guess its window."""

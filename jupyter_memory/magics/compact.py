@@ -13,7 +13,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
 from jupyter_memory.agent.compaction import (
@@ -43,6 +43,7 @@ class CompactMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.agent = agent
 
+    @no_var_expand  # the instructions are sent as typed
     @line_cell_magic
     def compact(self, line: str = "", cell: str | None = None) -> None:
         # The docstring is generated from the declaration (magic_doc, after the class).
