@@ -37,9 +37,11 @@ from jupyter_memory.commands import (
 from jupyter_memory.commands.agent import (
     AGENT,
     AgentArgs,
+    NewArgs,
     RecordArgs,
     ReplayArgs,
     ResumeArgs,
+    StatusArgs,
     read_agent_line,
 )
 from jupyter_memory.commands.base import split_options
@@ -139,8 +141,8 @@ def test_subcommands_are_only_exact_first_words_with_fitting_arguments() -> None
         "replay --strict x.json": ("replay", ReplayArgs(strict=True, target="x.json")),
         "replay x.json --strict": ("replay", ReplayArgs(strict=True, target="x.json")),
         "replay --strict": ("replay", ReplayArgs(strict=True)),
-        "new": ("new", Args()),
-        "  status  ": ("status", Args()),
+        "new": ("new", NewArgs()),
+        "  status  ": ("status", StatusArgs()),
     }
     for line, (name, args) in cases.items():
         asked = agent_line(line)

@@ -28,8 +28,8 @@ from jupyter_memory.commands.base import (
     prompt,
 )
 
-__all__ = ["AGENT", "SUBCOMMANDS", "AgentArgs", "AgentLine", "RecordArgs", "ReplayArgs",
-           "ResumeArgs", "defined_agent", "read_agent_line"]
+__all__ = ["AGENT", "SUBCOMMANDS", "AgentArgs", "AgentLine", "NewArgs", "RecordArgs",
+           "ReplayArgs", "ResumeArgs", "StatusArgs", "defined_agent", "read_agent_line"]
 
 
 def defined_agent(help: str) -> Any:
@@ -75,6 +75,16 @@ class ReplayArgs(Args):
                                   "<notebook>.recording.json); off stops replaying")
 
 
+@dataclass(frozen=True, kw_only=True)
+class StatusArgs(Args):
+    """``%agent status`` takes no argument."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewArgs(Args):
+    """``%agent new`` takes no argument."""
+
+
 SUBCOMMANDS: tuple[Command, ...] = (
     declare("resume", "Continue the conversation saved in this notebook, or in PATH (a "
             "notebook or a JSONL session log).", ResumeArgs, fronts=(MAGIC,),
@@ -84,9 +94,9 @@ SUBCOMMANDS: tuple[Command, ...] = (
     declare("replay", "Answer every model call from a recording: no key, no network.",
             ReplayArgs, fronts=(MAGIC,), magic="%agent replay"),
     declare("status", "Show the session: id, turns, messages, model, notebook, memory, log "
-            "and recording.", Args, fronts=(MAGIC,), magic="%agent status"),
+            "and recording.", StatusArgs, fronts=(MAGIC,), magic="%agent status"),
     declare("new", "Start a fresh conversation in this kernel: a new session id, the same "
-            "memory.", Args, fronts=(MAGIC,), magic="%agent new"),
+            "memory.", NewArgs, fronts=(MAGIC,), magic="%agent new"),
 )
 """The line subcommands, in the order the help lists them."""
 

@@ -39,9 +39,12 @@ from jupyter_memory.commands import MAGIC, HelpShown, error_line
 from jupyter_memory.commands.agent import (
     AGENT,
     AgentArgs,
+    AgentLine,
+    NewArgs,
     RecordArgs,
     ReplayArgs,
     ResumeArgs,
+    StatusArgs,
     read_agent_line,
 )
 from jupyter_memory.context.models import (
@@ -201,12 +204,13 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             raise usage_error(exc, AGENT.spelling(MAGIC)) from None
         if asked.command is not AGENT:
             with quiet_cells(self.shell):
-                self._subcommand(asked.command.name, asked.args)
+                self._subcommand(asked)
             return
         assert isinstance(asked.args, AgentArgs)
         agent_name, prompt = asked.args.agent, asked.args.prompt
         if agent_name == "":
-            raise UsageError("%agent: --agent needs the name of an agent in .claude/agents/.")
+            raise UsageError(error_line("%agent", "--agent needs the name of an agent in "
+                                        ".claude/agents/."))
         if not prompt:
             raise UsageError(error_line("%agent", "Write a message for the agent: %agent "
                                         "QUESTION, or %%agent with the message in the cell "
@@ -277,12 +281,13 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
 
     # ------------------------------------------------------------ sessions
 
-    def _subcommand(self, name: str, args: Any) -> None:
+    def _subcommand(self, asked: AgentLine) -> None:
         session = self.session()
+        args = asked.args
         try:
-            if name == "status":
+            if isinstance(args, StatusArgs):
                 print(self._status(session))
-            elif name == "new":
+            elif isinstance(args, NewArgs):
                 self._new(session)
             elif isinstance(args, ResumeArgs):
                 self._resume(session, args.path)
@@ -291,7 +296,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             elif isinstance(args, ReplayArgs):
                 self._replay(session, args.target, strict=args.strict)
         except JupyterMemoryError as exc:
-            raise usage_error(exc, f"%agent {name}") from None
+            raise usage_error(exc, asked.command.spelling(MAGIC)) from None
 
     def _new(self, session: Session) -> None:
         """Start a new session in this kernel: what a kernel restart does for the agent
