@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,8 +54,17 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ip(make_ip: MakeIp, project: Path, memdir: Path) -> InteractiveShell:
-    return make_ip(project, memdir=memdir)
+def ip(shell: InteractiveShell, make_ip: MakeIp, project: Path,
+       memdir: Path) -> Iterator[InteractiveShell]:
+    """The shell with the agent's default settings, as the command line has them: an
+    earlier test's ``%config Agent...`` lives on in the process's one shell."""
+    saved = shell.config.pop("Agent", None)
+    try:
+        yield make_ip(project, memdir=memdir)
+    finally:
+        shell.config.pop("Agent", None)
+        if saved is not None:
+            shell.config.Agent = saved
 
 
 def run_cli(*argv: str) -> tuple[int, str]:
