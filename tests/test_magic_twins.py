@@ -26,7 +26,7 @@ from shell_helpers import MakeIp
 
 from jupyter_memory.cli import app as cli
 from jupyter_memory.commands import BOTH, command_named
-from jupyter_memory.localapi import Turn
+from jupyter_memory.localapi import ToolCall, Turn
 
 REVIEWER = """\
 ---
@@ -246,7 +246,13 @@ def test_remember_files_with_the_model_only_in_the_notebook(ip: InteractiveShell
     code, text = run_cli("add", "--type", "project", "--body", "Revenue is in cents.")
     assert code == 2 and "the following arguments are required: --name/-n, " \
         "--description/-d" in text
-    fake_api.script([Turn(text="Nothing to add.")])
+    memory = ("---\nname: revenue-in-cents\ndescription: sales revenue is stored in cents\n"
+              "type: project\n---\nRevenue is in cents.\n")
+    fake_api.script([
+        Turn(tool_calls=[ToolCall("Write", {"file_path": str(memdir / "project_revenue.md"),
+                                            "content": memory})]),
+        Turn(text="Filed it as project_revenue.md."),
+    ])
     error, shown = run_magic(ip, "%%remember --type project\nRevenue is in cents.")
-    assert error is None and "Nothing was saved." in shown
-    assert len(fake_api.requests) == 1
+    assert error is None and shown.startswith("Saved project_revenue.md (new) in "), shown
+    assert len(fake_api.requests) == 2
