@@ -1,9 +1,12 @@
-"""Write the generated usage of the command line and of ``%memory`` into the docs.
+"""Write the generated usage of the command line and of every magic into the docs.
 
-The subcommands are declared once (``jupyter_memory/commands``); their usage, as ``-h``
-prints it, is embedded in docs/cli.md and docs/memory-magic.md between the markers
-``<!-- generated: ... -->`` and ``<!-- end generated -->``. Run this after changing a
-definition; tests/test_commands.py fails while a block is out of date.
+Commands are declared once (``jupyter_memory/commands``); their usage, as ``-h`` prints
+it, is embedded in the docs between a marker naming the program,
+``<!-- generated: python scripts/command_docs.py (Python 3.11): %context -->``, and
+``<!-- end generated -->``: the command line's in docs/cli.md, ``%memory``'s in
+docs/memory-magic.md, the other magics' in docs/magics.md. Run this after changing a
+declaration; tests/test_commands.py fails while a block is out of date or a program has
+none.
 
     python scripts/command_docs.py
 """
@@ -14,28 +17,33 @@ import re
 import sys
 from pathlib import Path
 
-from jupyter_memory.commands import CLI, MAGIC, reference
+from jupyter_memory.commands import PROGRAMS, usage_text
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = {CLI: ROOT / "docs" / "cli.md", MAGIC: ROOT / "docs" / "memory-magic.md"}
-BLOCK = re.compile(r"(<!-- generated: .*? -->\n)```text\n.*?```\n(<!-- end generated -->)",
-                   re.DOTALL)
+BLOCK = re.compile(r"<!-- generated: python scripts/command_docs\.py \(Python [0-9.]+\): "
+                   r"(\S+) -->\n```text\n.*?```\n<!-- end generated -->", re.DOTALL)
 
 
 def main() -> int:
-    marker = ("<!-- generated: python scripts/command_docs.py (Python "
-              f"{sys.version_info[0]}.{sys.version_info[1]}) -->\n")
-    for front, path in DOCS.items():
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    found: set[str] = set()
+
+    def fill(match: re.Match[str]) -> str:
+        program = match.group(1)
+        found.add(program)
+        return (f"<!-- generated: python scripts/command_docs.py (Python {version}): "
+                f"{program} -->\n```text\n{usage_text(program)}\n```\n<!-- end generated -->")
+
+    for path in sorted((ROOT / "docs").glob("*.md")):
         text = path.read_text(encoding="utf-8")
-        if not BLOCK.search(text):
-            print(f"{path}: no generated block to fill", file=sys.stderr)
-            return 1
-        usage = reference(front)
-        new = BLOCK.sub(lambda m, usage=usage: f"{marker}```text\n{usage}\n```\n{m.group(2)}",
-                        text)
+        new = BLOCK.sub(fill, text)
         if new != text:
             path.write_text(new, encoding="utf-8")
             print(f"updated {path.relative_to(ROOT)}")
+    missing = [p for p in PROGRAMS if p not in found]
+    if missing:
+        print(f"no generated block for {', '.join(missing)} in docs/", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -109,7 +109,7 @@ def test_add_errors(memdir: Path) -> None:
     code, _, err = add()
     assert code == 2 and "already exists" in err and "Traceback" not in err
     code, out, _ = add("--update", body="New body")
-    assert code == 0 and "Updated" in out
+    assert code == 0 and "project_revenue_in_cents.md (updated)" in out
     code, _, err = run(
         "add", "--name", "x", "--description", "y", "--type", "musing", "--body", "z"
     )

@@ -111,9 +111,9 @@ def test_a_failed_turn_stops_the_notebook_with_one_line(tmp_path: Path, fake_api
 
 @pytest.mark.parametrize("source, says", [
     ("%memory frobnicate", "unknown subcommand 'frobnicate'"),
-    ("%%remember --type opinion\nx", "could not read the options"),
-    ("%context --bogus", "unrecognized arguments: --bogus"),
-    ("%compact --bogus", "unknown option --bogus"),
+    ("%%remember --type opinion\nx", "%%remember: argument --type/-t: invalid choice"),
+    ("%context --bogus", "%context: unrecognized arguments: --bogus"),
+    ("%compact --bogus", "%compact: unrecognized arguments: --bogus"),
     ("%agent", "Write a message for the agent"),
     ("%agent replay missing.recording.json", "No recording at missing.recording.json"),
 ])

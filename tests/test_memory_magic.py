@@ -15,7 +15,7 @@ from shell_helpers import fails, run
 from jupyter_memory.agent.extraction import hook_for
 from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.magics import load_ipython_extension
-from jupyter_memory.magics.memory import OPEN_MIME
+from jupyter_memory.magics.commands import OPEN_MIME
 from jupyter_memory.magics.state import forget_state, state_for
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.archive import memdir_files
@@ -125,7 +125,7 @@ def test_remember_scopes(ip, memdir, tmp_path):
 
 def test_remember_refuses_bad_input(ip, memdir):
     assert "empty" in remember_fails(ip, "-t user -n a -d b", "   ")
-    assert "could not read the options" in remember_fails(ip, "--type opinion", "x")
+    assert "invalid choice: 'opinion'" in remember_fails(ip, "--type opinion", "x")
     remember(ip, "-t user -n role -d 'analyst'", "Analyst.")
     assert "already exists" in remember_fails(ip, "-t user -n role -d 'analyst'", "Analyst again.")
 

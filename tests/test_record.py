@@ -21,7 +21,6 @@ from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.context.assemble import digest
 from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.magics import load_ipython_extension
-from jupyter_memory.magics.agent import parse_subcommand
 from jupyter_memory.magics.state import forget_state, state_for
 from jupyter_memory.sessions import recording as record
 from jupyter_memory.sessions.recording import (
@@ -479,20 +478,6 @@ def run(shell: InteractiveShell, code: str):
 
 def answers(cap) -> list[str]:
     return [o.data[TURN_MIME]["answer"] for o in cap.outputs if TURN_MIME in o.data]
-
-
-def test_subcommands_are_only_exact_first_words_with_fitting_arguments() -> None:
-    assert parse_subcommand("resume") == ("resume", [])
-    assert parse_subcommand("resume notes/analysis.ipynb") == ("resume", ["notes/analysis.ipynb"])
-    assert parse_subcommand("record off") == ("record", ["off"])
-    assert parse_subcommand("replay 'my file.json'") == ("replay", ["my file.json"])
-    assert parse_subcommand("replay --strict x.json") == ("replay", ["--strict", "x.json"])
-    assert parse_subcommand("replay --strict") == ("replay", ["--strict"])
-    assert parse_subcommand("new") == ("new", [])
-    assert parse_subcommand("status") == ("status", [])
-    for prompt in ("resume the analysis of last week", "status of the job?", "statuses",
-                   "Record the revenue", "replay it's broken", "what is the status"):
-        assert parse_subcommand(prompt) is None, prompt
 
 
 def test_record_then_replay_through_the_magics(ip, fake_api, monkeypatch, tmp_path) -> None:

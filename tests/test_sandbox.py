@@ -92,8 +92,9 @@ def test_sandbox_magic_switches_in_one_line(ip):
     records = [o.data[TURN_MIME] for o in cap.outputs if TURN_MIME in o.data]
     assert records[-1]["answer"] == "(echo) Plot revenue by region"
     assert "echo:" in run(ip, "%sandbox").stdout
-    assert fails(ip, "%sandbox loud").startswith("%sandbox: unknown sandbox mode")
-    assert fails(ip, "%sandbox echo now").startswith("%sandbox: too many arguments")
+    assert fails(ip, "%sandbox loud").startswith(
+        "%sandbox: argument MODE: invalid choice: 'loud'")
+    assert fails(ip, "%sandbox echo now").startswith("%sandbox: echo takes no FILE")
 
 
 def test_a_new_agent_session_keeps_the_sandbox(ip):

@@ -66,7 +66,7 @@ def main(
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parse(parser, words, stdout=out, stderr=err)
+        cmd, args = parse(parser, words, stdout=out, stderr=err)
     except HelpShown as shown:
         return shown.status
     except CommandUsageError as exc:
@@ -74,14 +74,16 @@ def main(
         assert report is not None
         err.write(report.usage + report.line + "\n")
         return EXIT_USAGE
-    ctx = CommandContext(args, os.environ if env is None else env, stdin or sys.stdin, out,
-                         err, front=CLI)
-    prog = f"{PROGS[CLI]} {ctx.subcommand}"
+    assert cmd.run is not None  # every command line subcommand has a function
+    ctx = CommandContext(cmd, args, os.environ if env is None else env, stdin or sys.stdin,
+                         out, err, front=CLI)
     try:
-        return int(args._command.run(ctx))
+        return int(cmd.run(ctx))
     except (JupyterMemoryError, OSError) as exc:
-        takes_update = any("--update" in a.flags for a in args._command.arguments)
-        report = failure(exc, prog, update_hint=f"{prog} --update" if takes_update else None)
+        takes_update = any("--update" in a.flags for _, a in cmd.args.declared()
+                           if CLI in a.fronts)
+        report = failure(exc, ctx.spelling,
+                         update_hint=f"{ctx.spelling} --update" if takes_update else None)
         if report is None:
             raise
         usage = report.usage

@@ -6,12 +6,13 @@ executes the notebook against its recording.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 # Registered after transcript, whichever module is imported first: the help lists the
 # subcommands in the order they were registered.
 from jupyter_memory.commands import transcript  # noqa: F401
-from jupyter_memory.commands.base import CommandContext, arg, command
+from jupyter_memory.commands.base import CommandContext, CommonArgs, arg, command
 from jupyter_memory.sessions.bundle import BundleError, pack, replay, unpack
 from jupyter_memory.sessions.recording import REPLAY_ENV
 
@@ -20,25 +21,31 @@ __all__ = ["BUNDLE_HELP"]
 BUNDLE_HELP = "Pack a recorded notebook with its memory into a zip, or unpack and replay one."
 
 
-@command(
-    "bundle",
-    BUNDLE_HELP,
-    arg("action", choices=("pack", "unpack"),
-        help="pack NOTEBOOK [-o ZIP]; unpack ZIP DIR [--replay]"),
-    arg("source", help="the notebook (pack) or the bundle zip (unpack)"),
-    arg("dest", nargs="?", help="unpack: the new folder to unpack into"),
-    arg("-o", "--output", help="pack: the zip to write (default <notebook>.bundle.zip)"),
-    arg("--recording", help="pack: the recording (default <notebook>.recording.json)"),
-    arg("--include", action="append", default=[], metavar="GLOB",
-        help="pack: also carry these files from the notebook's folder (data files)"),
-    arg("--allow-secrets", action="store_true",
-        help="pack even if something looks like a credential"),
-    arg("--replay", action="store_true",
-        help="unpack: then execute the notebook against its recording (no key needed)"),
-    arg("--kernel", default="python3", help="unpack --replay: the kernel to run"),
-    arg("--timeout", type=int, default=120, help="unpack --replay: seconds per cell"),
-)
-def _bundle(ctx: CommandContext) -> int:
+@dataclass(frozen=True, kw_only=True)
+class BundleArgs(CommonArgs):
+    action: str = arg(choices=("pack", "unpack"),
+                      help="pack NOTEBOOK [-o ZIP]; unpack ZIP DIR [--replay]")
+    source: str = arg(help="the notebook (pack) or the bundle zip (unpack)")
+    dest: str | None = arg(nargs="?", help="unpack: the new folder to unpack into")
+    output: str | None = arg("-o", "--output",
+                             help="pack: the zip to write (default <notebook>.bundle.zip)")
+    recording: str | None = arg("--recording",
+                                help="pack: the recording (default <notebook>.recording.json)")
+    include: list[str] = arg("--include", action="append", default=[], metavar="GLOB",
+                             help="pack: also carry these files from the notebook's folder "
+                                  "(data files)")
+    allow_secrets: bool = arg("--allow-secrets", action="store_true",
+                              help="pack even if something looks like a credential")
+    replay: bool = arg("--replay", action="store_true",
+                       help="unpack: then execute the notebook against its recording (no key "
+                            "needed)")
+    kernel: str = arg("--kernel", default="python3", help="unpack --replay: the kernel to run")
+    timeout: int = arg("--timeout", type=int, default=120,
+                       help="unpack --replay: seconds per cell")
+
+
+@command("bundle", BUNDLE_HELP, BundleArgs)
+def _bundle(ctx: CommandContext[BundleArgs]) -> int:
     args = ctx.args
     if args.action == "pack":
         result = pack(Path(args.source), Path(args.output) if args.output else None,

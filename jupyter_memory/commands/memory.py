@@ -3,9 +3,11 @@
 Each one is declared once here, with the front ends that offer it: the shared ones
 (``path``, ``list``, ``show``, ``forget``, ``search``, ``doctor``, ``repair``, ``export``,
 ``import``, ``trust``, ``team``) run the same function and print the same text in both;
-``add`` and ``index`` are the command line's; the ones that act on a notebook's running
-session (``edit``, ``why``, ``mode``, ``on``, ``off``, ``undo``, ``pending``,
-``extraction``) are the magic's.
+``add`` is ``%%remember`` in a notebook (the memory text is the cell body there);
+``index`` is the command line's; the ones that act on a notebook's running session
+(``edit``, ``why``, ``mode``, ``on``, ``off``, ``undo``, ``pending``, ``extraction``) are
+the magic's. Each declares its arguments as a dataclass (``ListArgs``...), so
+``ctx.args`` is typed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import datetime as _dt
 import difflib
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,45 +29,39 @@ from jupyter_memory.commands.base import (
     MAGIC,
     CommandContext,
     CommandUsageError,
+    CommonArgs,
+    ScopedArgs,
     arg,
     command,
-    scope_name,
 )
 from jupyter_memory.errors import JupyterMemoryError, MemoryDisabled, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.memdir.index import load_for_model, parse_index
 from jupyter_memory.memdir.record import MEMORY_TYPES, Memory
-from jupyter_memory.memdir.scopes import DEFAULT_AGENT
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.extraction import ExtractionHook
     from jupyter_memory.memdir.pending import PendingItem
     from jupyter_memory.memdir.store import MemoryStore
 
-__all__ = ["extraction_status", "memory_table", "pending_diff", "pending_table"]
-
-SCOPE = (
-    arg("--scope", type=scope_name, default="memdir", metavar="SCOPE",
-        help="whose memory: memdir or private (the project's, the default), team (the "
-             "shared team folder), or an agent's own: user, project or local"),
-    arg("--agent", default=DEFAULT_AGENT, metavar="NAME",
-        help="the agent of --scope user|project|local (default: jupyter-memory)"),
-)
-"""Where a subcommand works: the project's memory, the team folder or an agent's memory."""
+__all__ = ["RememberArgs", "extraction_status", "memory_table", "pending_diff",
+           "pending_table"]
 
 NAME_HELP = "a memory's name, its file (user_role.md, team/db.md) or the file's stem"
+FORCE_FLAGS = ("-f", "--force", "-y", "--yes")
 
-FORCE = arg("-f", "--force", "-y", "--yes", dest="force", action="store_true",
-            help="do not ask for confirmation")
+@dataclass(frozen=True, kw_only=True)
+class NameArgs(ScopedArgs):
+    name: str = arg(metavar="NAME", help=NAME_HELP)
 
 
 # --------------------------------------------------------------------------- reading
 
 
 @command("path", "Show where the memory lives, which rule chose it, and whether it is on.",
-         *SCOPE, fronts=BOTH)
-def _path(ctx: CommandContext) -> int:
+         ScopedArgs, fronts=BOTH)
+def _path(ctx: CommandContext[ScopedArgs]) -> int:
     location = ctx.location
     enabled, reason = ctx.memory_state()
     scope = ctx.args.scope
@@ -91,16 +88,20 @@ def _path(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class ListArgs(ScopedArgs):
+    type: str | None = arg("--type", choices=MEMORY_TYPES, help="only memories of this type")
+    limit: int | None = arg("--limit", type=int, metavar="N", help="show at most N memories")
+
+
 @command(
     "list",
     "List memories, newest first: type, name, description, age, size, whether the index "
     "points at it, who wrote it, and the file.",
-    arg("--type", choices=MEMORY_TYPES, help="only memories of this type"),
-    arg("--limit", type=int, default=None, metavar="N", help="show at most N memories"),
-    *SCOPE,
+    ListArgs,
     fronts=BOTH,
 )
-def _list(ctx: CommandContext) -> int:
+def _list(ctx: CommandContext[ListArgs]) -> int:
     if ctx.args.limit is not None and ctx.args.limit < 0:
         raise CommandUsageError("--limit must be 0 or more.")
     memories = _memories(ctx)
@@ -112,7 +113,7 @@ def _list(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
-def _memories(ctx: CommandContext) -> list[Memory]:
+def _memories(ctx: CommandContext[Any]) -> list[Memory]:
     """The memories of the subcommand's ``--scope``, named as everywhere else: a team
     memory's file starts with ``team/`` (conflict copies and held-back files are listed
     by ``team status`` instead)."""
@@ -121,7 +122,7 @@ def _memories(ctx: CommandContext) -> list[Memory]:
     return ctx.store.list()
 
 
-def _shown(ctx: CommandContext, memory: Memory) -> Memory:
+def _shown(ctx: CommandContext[Any], memory: Memory) -> Memory:
     """``memory`` named as people see it (``team/…`` under ``--scope team``)."""
     from jupyter_memory.memdir.team import as_team
 
@@ -130,9 +131,9 @@ def _shown(ctx: CommandContext, memory: Memory) -> Memory:
     return memory
 
 
-@command("show", "Print one memory, whole (by name, file or file stem).",
-         arg("name", metavar="NAME", help=NAME_HELP), *SCOPE, fronts=BOTH)
-def _show(ctx: CommandContext) -> int:
+@command("show", "Print one memory, whole (by name, file or file stem).", NameArgs,
+         fronts=BOTH)
+def _show(ctx: CommandContext[NameArgs]) -> int:
     store = ctx.store
     memory = store.get(ctx.args.name)
     text = store.read(memory.file)
@@ -142,15 +143,20 @@ def _show(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class SearchArgs(ScopedArgs):
+    text: list[str] = arg(metavar="TEXT", nargs="+",
+                          help="the text to find (several words: one phrase)")
+
+
 @command(
     "search",
     "Find memories whose name, description or text contains TEXT (any case); each hit "
     "shows the first place it matched.",
-    arg("text", metavar="TEXT", nargs="+", help="the text to find (several words: one phrase)"),
-    *SCOPE,
+    SearchArgs,
     fronts=BOTH,
 )
-def _search(ctx: CommandContext) -> int:
+def _search(ctx: CommandContext[SearchArgs]) -> int:
     phrase = " ".join(ctx.args.text)
     needle = phrase.casefold()
     if not needle.strip():
@@ -187,8 +193,8 @@ def _search(ctx: CommandContext) -> int:
 
 
 @command("index", "Print MEMORY.md exactly as the model receives it (after the limits).",
-         fronts=(CLI,))
-def _index(ctx: CommandContext) -> int:
+         CommonArgs, fronts=(CLI,))
+def _index(ctx: CommandContext[CommonArgs]) -> int:
     store = ctx.store
     loaded = load_for_model(store.read_index())
     data = {"path": str(store.index_path), **loaded.to_json()}
@@ -201,54 +207,75 @@ def _index(ctx: CommandContext) -> int:
 # --------------------------------------------------------------------------- changing
 
 
+@dataclass(frozen=True, kw_only=True)
+class RememberArgs(ScopedArgs):
+    """``jupyter-memory add`` and ``%%remember``: one command. The command line has no
+    model to file a memory with, so it needs the three fields."""
+
+    type: str | None = arg("--type", "-t", choices=MEMORY_TYPES, metavar="TYPE",
+                           per_front={CLI: {"required": True}},
+                           help="the kind of memory: user, feedback, project or reference")
+    name: str | None = arg("--name", "-n", per_front={CLI: {"required": True}},
+                           help="a short name, e.g. revenue-in-cents")
+    description: str | None = arg(
+        "--description", "-d", per_front={CLI: {"required": True}},
+        help="one specific line: what the memory is about (what recall picks it by)")
+    file: str | None = arg("--file", help="the file name in the memory folder (default: "
+                                          "<type>_<name>.md)")
+    body: str | None = arg("--body", fronts=(CLI,),
+                           help="the memory text (default: read standard input)")
+    hook: str | None = arg("--hook", fronts=(CLI,),
+                           help="the index line's text (default: the description)")
+    update: bool = arg("--update", action="store_true", fronts=(CLI,),
+                       help="update the memory if the file already exists")
+    offline: bool = arg("--offline", action="store_true", fronts=(MAGIC,),
+                        help="do not ask the model: derive what is missing by fixed rules")
+
+
 @command(
     "add",
-    "Save a new memory (body from --body or standard input).",
-    arg("--name", required=True, help="short name, e.g. revenue-in-cents"),
-    arg("--description", required=True, help="one line: what recall sees to pick it"),
-    arg("--type", required=True, choices=MEMORY_TYPES, help="kind of memory"),
-    arg("--body", help="the memory text (default: read standard input)"),
-    arg("--file", help="file name in the memdir (default: <type>_<name>.md)"),
-    arg("--hook", help="index line text (default: the description)"),
-    arg("--update", action="store_true", help="update the memory if the file already exists"),
-    arg("--scope", choices=("private", "team"), default="private",
-        help="private (your memdir, the default) or team (the shared team folder)"),
+    "Save a memory: the cell body in a notebook, --body or standard input on the command "
+    "line.",
+    RememberArgs,
+    fronts=BOTH,
+    magic="%%remember",
 )
-def _add(ctx: CommandContext) -> int:
-    body = ctx.args.body
-    if body is None:
-        if ctx.stdin.isatty():
-            raise CommandUsageError(
-                "give the memory text with --body TEXT or pipe it on standard input.")
-        body = ctx.stdin.read()
-    if not body.strip():
-        raise CommandUsageError(
-            "the memory text is empty; give it with --body or on standard input.")
-    store = ctx.project_store()
-    result = store.create(
-        ctx.args.name,
-        ctx.args.description,
-        ctx.args.type,
-        body,
-        file=ctx.args.file,
-        hook=ctx.args.hook,
-        provenance="user",
-        exist_ok=ctx.args.update,
-        scope=ctx.args.scope,
-    )
-    verb = "Saved" if result.created else "Updated"
-    ctx.emit(result.to_json(), f"{verb} {store.resolve(result.file)}")
-    for message in result.messages:
-        ctx.note(message)
-    location = store.location
+def _add(ctx: CommandContext[RememberArgs]) -> int:
+    from jupyter_memory.agent.remember import remember_direct, remember_offline
+
+    args = ctx.args
+    body = ctx.read_body(args.body)
+    store = ctx.store
+    today = ctx.today()
+    if args.name and args.description and args.type:
+        result = remember_direct(store, body, name=args.name, description=args.description,
+                                 type=args.type, file=args.file, hook=args.hook,
+                                 exist_ok=args.update, today=today)
+    elif args.offline:
+        result = remember_offline(store, body, name=args.name, description=args.description,
+                                  type=args.type, file=args.file, today=today)
+    else:
+        result = ctx.file_with_model(store, body, today=today, name=args.name,
+                                     description=args.description, type=args.type,
+                                     file=args.file)
+    if result.saved:
+        ctx.changed(args.scope)
+    ctx.emit(result.to_json(), result.summary())
+    location = getattr(store, "location", None)
     if location is not None and not location.enabled:
         ctx.note(f"Note: auto memory is {location.enabled_reason}; the agent will not use it.")
     return EXIT_OK
 
 
-@command("forget", "Delete a memory and its index line (asks first unless -f).",
-         arg("name", metavar="NAME", help=NAME_HELP), FORCE, *SCOPE, fronts=BOTH)
-def _forget(ctx: CommandContext) -> int:
+@dataclass(frozen=True, kw_only=True)
+class ForgetArgs(ScopedArgs):
+    name: str = arg(metavar="NAME", help=NAME_HELP)
+    force: bool = arg(*FORCE_FLAGS, action="store_true", help="do not ask for confirmation")
+
+
+@command("forget", "Delete a memory and its index line (asks first unless -f).", ForgetArgs,
+         fronts=BOTH)
+def _forget(ctx: CommandContext[ForgetArgs]) -> int:
     store = ctx.store
     file = _find_for_forget(store, ctx.args.name)
     if not ctx.args.force:
@@ -285,9 +312,8 @@ def _find_for_forget(store: MemoryStore, key: str) -> str:
         raise
 
 
-@command("doctor", "Check the memdir and the index for problems.",
-         *SCOPE, fronts=BOTH)
-def _doctor(ctx: CommandContext) -> int:
+@command("doctor", "Check the memdir and the index for problems.", ScopedArgs, fronts=BOTH)
+def _doctor(ctx: CommandContext[ScopedArgs]) -> int:
     from jupyter_memory.memdir.doctor import doctor
 
     store = ctx.store
@@ -311,15 +337,20 @@ def _doctor(ctx: CommandContext) -> int:
     return EXIT_FAILED if errors else EXIT_OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class RepairArgs(ScopedArgs):
+    reattach: str | None = arg("--reattach", metavar="MEMDIR",
+                               help="move the memories of this orphaned memdir here")
+
+
 @command(
     "repair",
     "Fix the index (pointers for orphan files, no dangling lines); optionally reattach "
     "the memories of a moved project.",
-    arg("--reattach", metavar="MEMDIR", help="move the memories of this orphaned memdir here"),
-    *SCOPE,
+    RepairArgs,
     fronts=BOTH,
 )
-def _repair(ctx: CommandContext) -> int:
+def _repair(ctx: CommandContext[RepairArgs]) -> int:
     from jupyter_memory.memdir.doctor import repair
 
     source = Path(ctx.args.reattach).expanduser() if ctx.args.reattach else None
@@ -329,16 +360,19 @@ def _repair(ctx: CommandContext) -> int:
     return EXIT_FAILED if any(f.severity == "error" for f in report.left) else EXIT_OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class ExportArgs(ScopedArgs):
+    file: str | None = arg(metavar="FILE.zip", nargs="?", help="the zip to write")
+    force: bool = arg(*FORCE_FLAGS, action="store_true", help="replace the zip if it exists")
+
+
 @command(
     "export",
     "Write the memdir as a zip, to share (default: memory-export-DATE.zip here).",
-    arg("file", metavar="FILE.zip", nargs="?", help="the zip to write"),
-    arg("-f", "--force", "-y", "--yes", dest="force", action="store_true",
-        help="replace the zip if it exists"),
-    *SCOPE,
+    ExportArgs,
     fronts=BOTH,
 )
-def _export(ctx: CommandContext) -> int:
+def _export(ctx: CommandContext[ExportArgs]) -> int:
     from jupyter_memory.memdir.archive import export_memdir
 
     store = ctx.store
@@ -351,16 +385,20 @@ def _export(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class ImportArgs(ScopedArgs):
+    file: str = arg(metavar="FILE.zip", help="a zip written by export")
+    overwrite: bool = arg("--overwrite", action="store_true", help="replace files that differ")
+
+
 @command(
     "import",
     "Unpack an export into the memdir (new files added, identical ones skipped, "
     "differing ones kept unless --overwrite).",
-    arg("file", metavar="FILE.zip", help="a zip written by export"),
-    arg("--overwrite", action="store_true", help="replace files that differ"),
-    *SCOPE,
+    ImportArgs,
     fronts=BOTH,
 )
-def _import(ctx: CommandContext) -> int:
+def _import(ctx: CommandContext[ImportArgs]) -> int:
     from jupyter_memory.memdir.archive import import_archive
 
     report = import_archive(ctx.store, Path(ctx.args.file).expanduser(),
@@ -370,16 +408,21 @@ def _import(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrustArgs(CommonArgs):
+    path: list[str] = arg(metavar="PATH", nargs="*",
+                          help="the folder to trust or revoke (default: the project)")
+    list: bool = arg("--list", action="store_true", help="list the trusted folders")
+    revoke: bool = arg("--revoke", action="store_true", help="stop trusting PATH")
+
+
 @command(
     "trust",
     "Let a folder's .claude/ hooks and settings take effect, or list and revoke trust.",
-    arg("path", metavar="PATH", nargs="*",
-        help="the folder to trust or revoke (default: the project)"),
-    arg("--list", action="store_true", help="list the trusted folders"),
-    arg("--revoke", action="store_true", help="stop trusting PATH"),
+    TrustArgs,
     fronts=BOTH,
 )
-def _trust(ctx: CommandContext) -> int:
+def _trust(ctx: CommandContext[TrustArgs]) -> int:
     from jupyter_memory.memdir.trust import trust_command
 
     shape = (f"use {ctx.cmd('trust [PATH]')}, {ctx.cmd('trust --list')} or "
@@ -403,17 +446,23 @@ def _trust(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class TeamArgs(CommonArgs):
+    action: str = arg(nargs="?", default="status", choices=("path", "clone", "status", "sync"),
+                      help="path: where the team folder is; clone URL: share it through that "
+                           "git repository; status: how it is shared and what is not synced "
+                           "yet; sync: check, commit, pull, merge the index, push")
+    url: str | None = arg(nargs="?", help="for clone: the address of the team's shared "
+                                          "repository")
+
+
 @command(
     "team",
     "Share team memory through git: path, clone URL, status (the default), sync.",
-    arg("action", nargs="?", default="status", choices=("path", "clone", "status", "sync"),
-        help="path: where the team folder is; clone URL: share it through that git "
-             "repository; status: how it is shared and what is not synced yet; sync: check, "
-             "commit, pull, merge the index, push"),
-    arg("url", nargs="?", help="for clone: the address of the team's shared repository"),
+    TeamArgs,
     fronts=BOTH,
 )
-def _team(ctx: CommandContext) -> int:
+def _team(ctx: CommandContext[TeamArgs]) -> int:
     from jupyter_memory.memdir.team import clone, status, sync
 
     ctx.project_store()  # the magic refuses here when memory is off for the session
@@ -448,15 +497,16 @@ def _team(ctx: CommandContext) -> int:
 
 
 @command("edit", "Open a memory's file (JupyterLab opens it; elsewhere its path is shown).",
-         arg("name", metavar="NAME", help=NAME_HELP), *SCOPE, fronts=(MAGIC,))
-def _edit(ctx: CommandContext) -> int:
+         NameArgs, fronts=(MAGIC,))
+def _edit(ctx: CommandContext[NameArgs]) -> int:
     memory = ctx.store.get(ctx.args.name)
     ctx.offer_file(memory.path, memory.file)
     return EXIT_OK
 
 
-@command("why", "Why each memory is or is not in the next request.", fronts=(MAGIC,))
-def _why(ctx: CommandContext) -> int:
+@command("why", "Why each memory is or is not in the next request.", CommonArgs,
+         fronts=(MAGIC,))
+def _why(ctx: CommandContext[CommonArgs]) -> int:
     from jupyter_memory.recall.explain import explain, render_explain
 
     decisions = explain(ctx.session)
@@ -465,11 +515,16 @@ def _why(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
-@command("mode", "Show or set how memories are recalled in this session.",
-         arg("mode", nargs="?", choices=("index", "prefetch"),
-             help="index: the index in every request; prefetch: pick memories per message"),
+@dataclass(frozen=True, kw_only=True)
+class ModeArgs(CommonArgs):
+    mode: str | None = arg(nargs="?", choices=("index", "prefetch"),
+                           help="index: the index in every request; prefetch: pick memories "
+                                "per message")
+
+
+@command("mode", "Show or set how memories are recalled in this session.", ModeArgs,
          fronts=(MAGIC,))
-def _mode(ctx: CommandContext) -> int:
+def _mode(ctx: CommandContext[ModeArgs]) -> int:
     session = ctx.session
     if ctx.args.mode is None:
         ctx.emit({"recall_mode": session.recall_mode}, f"recall mode: {session.recall_mode}")
@@ -479,8 +534,8 @@ def _mode(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
-@command("on", "Switch memory on for this session.", fronts=(MAGIC,))
-def _on(ctx: CommandContext) -> int:
+@command("on", "Switch memory on for this session.", CommonArgs, fronts=(MAGIC,))
+def _on(ctx: CommandContext[CommonArgs]) -> int:
     session = ctx.session
     session.memory_override = True
     session.reset_tools()
@@ -490,8 +545,8 @@ def _on(ctx: CommandContext) -> int:
 
 
 @command("off", "Switch memory off for this session: no index, no recall, no memory writes.",
-         fronts=(MAGIC,))
-def _off(ctx: CommandContext) -> int:
+         CommonArgs, fronts=(MAGIC,))
+def _off(ctx: CommandContext[CommonArgs]) -> int:
     session = ctx.session
     session.memory_override = False
     session.reset_tools()
@@ -500,7 +555,7 @@ def _off(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
-def _hook(ctx: CommandContext, *, create: bool = False) -> ExtractionHook | None:
+def _hook(ctx: CommandContext[Any], *, create: bool = False) -> ExtractionHook | None:
     from jupyter_memory.agent.extraction import hook_for, install
 
     session = ctx.session
@@ -510,10 +565,15 @@ def _hook(ctx: CommandContext, *, create: bool = False) -> ExtractionHook | None
     return hook
 
 
+@dataclass(frozen=True, kw_only=True)
+class UndoArgs(CommonArgs):
+    run: str | None = arg(metavar="RUN", nargs="?",
+                          help="the run's number, as the notice shows it")
+
+
 @command("undo", "Take back what an extraction run saved (default: the latest that saved).",
-         arg("run", metavar="RUN", nargs="?", help="the run's number, as the notice shows it"),
-         fronts=(MAGIC,))
-def _undo(ctx: CommandContext) -> int:
+         UndoArgs, fronts=(MAGIC,))
+def _undo(ctx: CommandContext[UndoArgs]) -> int:
     hook = _hook(ctx)
     if hook is None:
         raise JupyterMemoryError("the extraction agent is not running in this session, "
@@ -532,17 +592,22 @@ def _undo(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class ExtractionArgs(CommonArgs):
+    action: str = arg(nargs="?", default="status",
+                      choices=("status", "on", "off", "every", "approval", "reset"),
+                      help="what to do (default: show the state, counters and recent runs)")
+    value: str | None = arg(nargs="?", help="every: N, a whole number ≥ 1; approval: on or off")
+
+
 @command(
     "extraction",
     "Show or change the background extraction agent: on, off, every N, approval on|off, "
     "reset.",
-    arg("action", nargs="?", default="status",
-        choices=("status", "on", "off", "every", "approval", "reset"),
-        help="what to do (default: show the state, counters and recent runs)"),
-    arg("value", nargs="?", help="every: N, a whole number ≥ 1; approval: on or off"),
+    ExtractionArgs,
     fronts=(MAGIC,),
 )
-def _extraction(ctx: CommandContext) -> int:
+def _extraction(ctx: CommandContext[ExtractionArgs]) -> int:
     action, value = ctx.args.action, ctx.args.value
     if action in ("status", "on", "off", "reset") and value is not None:
         raise CommandUsageError(f"`extraction {action}` takes no value.")
@@ -589,19 +654,26 @@ def _extraction(ctx: CommandContext) -> int:
     return EXIT_OK
 
 
+@dataclass(frozen=True, kw_only=True)
+class PendingArgs(CommonArgs):
+    action: str = arg(nargs="?", default="list",
+                      choices=("list", "show", "edit", "accept", "discard"),
+                      help="what to do (default: list them)")
+    id: str | None = arg(metavar="ID", nargs="?",
+                         help="the item's id (or a unique prefix), or all")
+    force: bool = arg(*FORCE_FLAGS, action="store_true",
+                      help="accept even over a memory that changed after the item was "
+                           "proposed")
+
+
 @command(
     "pending",
     "Memories the extraction agent proposed in approval mode: list, show, edit, accept, "
     "discard.",
-    arg("action", nargs="?", default="list",
-        choices=("list", "show", "edit", "accept", "discard"),
-        help="what to do (default: list them)"),
-    arg("id", metavar="ID", nargs="?", help="the item's id (or a unique prefix), or all"),
-    arg("-f", "--force", "-y", "--yes", dest="force", action="store_true",
-        help="accept even over a memory that changed after the item was proposed"),
+    PendingArgs,
     fronts=(MAGIC,),
 )
-def _pending(ctx: CommandContext) -> int:
+def _pending(ctx: CommandContext[PendingArgs]) -> int:
     from jupyter_memory.memdir.pending import PendingArea
 
     store = ctx.store_for("memdir")
@@ -640,7 +712,7 @@ def _pending(ctx: CommandContext) -> int:
 # --------------------------------------------------------------------------- rendering
 
 
-def memory_table(memories: Sequence[Memory], ctx: CommandContext | None = None) -> str:
+def memory_table(memories: Sequence[Memory], ctx: CommandContext[Any] | None = None) -> str:
     """A fixed-width table: type, name, description, age, size, indexed, written by, the
     author once any memory names one, the scope once any memory is a team one, and the
     file."""
@@ -667,7 +739,7 @@ def memory_table(memories: Sequence[Memory], ctx: CommandContext | None = None) 
     return "\n".join(lines)
 
 
-def pending_table(items: Sequence[PendingItem], ctx: CommandContext) -> str:
+def pending_table(items: Sequence[PendingItem], ctx: CommandContext[Any]) -> str:
     """The pending area as a table: id, file, new or update, description."""
     if not items:
         return "No memories are waiting for approval."
@@ -696,7 +768,7 @@ def pending_diff(item: PendingItem, store: MemoryStore) -> str:
     return f"{item.id}: update of {item.file}\n\n{diff or '(no difference)'}"
 
 
-def extraction_status(status: dict[str, Any], ctx: CommandContext) -> str:
+def extraction_status(status: dict[str, Any], ctx: CommandContext[Any]) -> str:
     """``extraction`` as lines for people."""
     state = "on" if status["enabled"] else "off"
     if status["broken"]:

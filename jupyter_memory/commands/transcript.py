@@ -11,13 +11,14 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 # Registered after context and cost, whichever module is imported first: the help lists
 # the subcommands in the order they were registered.
 from jupyter_memory.commands import notebooks  # noqa: F401
-from jupyter_memory.commands.base import CommandContext, arg, command
+from jupyter_memory.commands.base import CommandContext, CommonArgs, arg, command
 from jupyter_memory.sessions.resume import (
     Resumed,
     ResumeError,
@@ -32,22 +33,26 @@ TRANSCRIPT_HELP = ("List, show or import session logs (resume them with %agent r
                    "rebuild the exact request of a turn saved in a notebook.")
 
 
-@command(
-    "transcript",
-    TRANSCRIPT_HELP,
-    arg("action", choices=("list", "show", "import", "request"),
-        help="list: this project's session logs; show FILE: the conversation a resume "
-             "would rebuild; import FILE: copy a log (e.g. the reference tool's) in; "
-             "request NOTEBOOK --turn N: the exact request body of a saved turn"),
-    arg("file", nargs="?", help="a session log (.jsonl) or a saved notebook (.ipynb)"),
-    arg("--turn", type=int, default=None,
-        help="request: which agent turn of the notebook, counted from 1 in cell order "
-             "(default: the last)"),
-    arg("--round", type=int, default=None, dest="round_index",
-        help="request: which model call of the turn, from 0 (default: every call)"),
-)
-def _transcript(ctx: CommandContext) -> int:
-    action, file = ctx.args.action, getattr(ctx.args, "file", None)
+@dataclass(frozen=True, kw_only=True)
+class TranscriptArgs(CommonArgs):
+    action: str = arg(choices=("list", "show", "import", "request"),
+                      help="list: this project's session logs; show FILE: the conversation a "
+                           "resume would rebuild; import FILE: copy a log (e.g. the reference "
+                           "tool's) in; request NOTEBOOK --turn N: the exact request body of a "
+                           "saved turn")
+    file: str | None = arg(nargs="?",
+                           help="a session log (.jsonl) or a saved notebook (.ipynb)")
+    turn: int | None = arg("--turn", type=int,
+                           help="request: which agent turn of the notebook, counted from 1 in "
+                                "cell order (default: the last)")
+    round_index: int | None = arg("--round", type=int,
+                                  help="request: which model call of the turn, from 0 "
+                                       "(default: every call)")
+
+
+@command("transcript", TRANSCRIPT_HELP, TranscriptArgs)
+def _transcript(ctx: CommandContext[TranscriptArgs]) -> int:
+    action, file = ctx.args.action, ctx.args.file
     cwd = Path(ctx.project or os.getcwd()).resolve()
     if action == "list":
         return _list_logs(ctx, cwd)
@@ -81,7 +86,7 @@ def _render_requests(rebuilt: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _list_logs(ctx: CommandContext, cwd: Path) -> int:
+def _list_logs(ctx: CommandContext[TranscriptArgs], cwd: Path) -> int:
     from jupyter_memory.memdir.location import transcripts_dir
 
     folder = transcripts_dir(cwd, ctx.env)

@@ -31,8 +31,9 @@ def load_ipython_extension(ipython: Any) -> None:
     if agent not in ipython.configurables:
         ipython.configurables.append(agent)
     cleanup = ipython.input_transformers_cleanup
-    if protect_agent_line not in cleanup:
-        cleanup.append(protect_agent_line)
+    for transform in (protect_agent_line, keep_empty_remember):
+        if transform not in cleanup:
+            cleanup.append(transform)
     from jupyter_memory.memdir.trust import set_prompter
 
     set_prompter(ask_person)
@@ -87,6 +88,25 @@ def protect_agent_line(lines: list[str]) -> list[str]:
     return [f"{match.group(1)}get_ipython().run_line_magic('agent', {match.group(2)!r})\n"]
 
 
+_REMEMBER_LINE = re.compile(r"^%%remember(?:[ \t]+(.*?))?[ \t]*$")
+
+
+def keep_empty_remember(lines: list[str]) -> list[str]:
+    """Let ``%%remember -h`` (a cell with no body) reach the magic.
+
+    IPython refuses a cell magic whose body is empty before the magic runs, so the help,
+    and the magic's own message about the missing text, would never show. The cell is
+    turned into the same call with a body of one blank line, which the magic reads as
+    empty.
+    """
+    text = "".join(lines)
+    first, _, body = text.partition("\n")
+    match = _REMEMBER_LINE.match(first)
+    if match is None or body.strip():
+        return lines
+    return [f"get_ipython().run_cell_magic('remember', {match.group(1) or ''!r}, '\\n')\n"]
+
+
 def unload_ipython_extension(ipython: Any) -> None:
     from jupyter_memory.magics.state import forget_state
 
@@ -98,5 +118,6 @@ def unload_ipython_extension(ipython: Any) -> None:
     from jupyter_memory.magics.cells import uninstall as stop_logging_cells
 
     stop_logging_cells(ipython)
-    if protect_agent_line in ipython.input_transformers_cleanup:
-        ipython.input_transformers_cleanup.remove(protect_agent_line)
+    for transform in (protect_agent_line, keep_empty_remember):
+        if transform in ipython.input_transformers_cleanup:
+            ipython.input_transformers_cleanup.remove(transform)

@@ -1,16 +1,18 @@
 """``%%agent`` / ``%agent``: a turn of the agent, streamed into the cell.
 
-The line form also takes a few subcommands, recognised only when the first word is one
-of them and the rest fits its arguments (otherwise the line is a prompt, so
-``%agent resume the analysis of last week`` is still a question):
-``%agent resume [PATH]``, ``%agent record [FILE|off]``, ``%agent replay [FILE|off]``,
-``%agent status``. ``%agent -- TEXT`` always sends TEXT as a prompt.
+The line is read by :func:`jupyter_memory.commands.agent.read_agent_line`, from the
+declaration of ``%agent`` and its line subcommands: options (``--agent NAME``, ``-h``)
+before the prompt, and the prompt exactly as typed. The line form also takes a few
+subcommands, recognised only when the first word is one of them and the rest fits its
+arguments (otherwise the line is a prompt, so ``%agent resume the analysis of last
+week`` is still a question): ``%agent resume [PATH]``, ``%agent record [FILE|off]``,
+``%agent replay [--strict] [FILE|off]``, ``%agent status``, ``%agent new``.
+``%agent -- TEXT`` always sends TEXT as a prompt.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import time
 import uuid
@@ -18,8 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.core.magic import (
+    Magics,
+    line_cell_magic,
+    magics_class,
+    needs_local_scope,
+    no_var_expand,
+)
 from IPython.display import display
 from traitlets import Bool, Enum, Float, Int, TraitError, TraitType, Unicode, default, validate
 from traitlets.config import Configurable
@@ -28,6 +35,18 @@ from jupyter_memory.agent.client import NoModelConfigured
 from jupyter_memory.agent.loop import TURN_MIME, TurnEvents, run_turn
 from jupyter_memory.agent.session import AgentConfig, user_settings
 from jupyter_memory.agent.tools import console_prompt
+from jupyter_memory.commands import MAGIC, HelpShown, error_line
+from jupyter_memory.commands.agent import (
+    AGENT,
+    AgentArgs,
+    AgentLine,
+    NewArgs,
+    RecordArgs,
+    ReplayArgs,
+    ResumeArgs,
+    StatusArgs,
+    read_agent_line,
+)
 from jupyter_memory.context.models import (
     MIN_CONTEXT_WINDOW,
     default_model,
@@ -37,6 +56,7 @@ from jupyter_memory.context.models import (
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.magics.cells import cell_log_for, is_agent_cell
 from jupyter_memory.magics.cells import quiet as quiet_cells
+from jupyter_memory.magics.commands import magic_doc, usage_error
 from jupyter_memory.magics.state import session_for, state_for
 from jupyter_memory.sessions import recording as record
 from jupyter_memory.sessions.resume import (
@@ -54,32 +74,6 @@ if TYPE_CHECKING:
 
 #: How often the streaming view is redrawn, in seconds.
 REDRAW_EVERY = 0.25
-
-#: Subcommands of the line magic and how many arguments each takes (min, max).
-SUBCOMMANDS = {"resume": (0, 1), "record": (0, 1), "replay": (0, 1), "status": (0, 0),
-               "new": (0, 0)}
-#: Flags a subcommand accepts besides its arguments.
-SUBCOMMAND_FLAGS = {"replay": ("--strict",)}
-
-
-def parse_subcommand(line: str) -> tuple[str, list[str]] | None:
-    """``(name, args)`` when ``line`` is a subcommand, None when it is a prompt.
-
-    Flags (``--strict``) stay in ``args``, before the other arguments.
-    """
-    try:
-        words = shlex.split(line)
-    except ValueError:  # an unbalanced quote: people's prose, not a command
-        return None
-    if not words or words[0] not in SUBCOMMANDS:
-        return None
-    flags = [w for w in words[1:] if w in SUBCOMMAND_FLAGS.get(words[0], ())]
-    rest = [w for w in words[1:] if w not in flags]
-    low, high = SUBCOMMANDS[words[0]]
-    if not low <= len(rest) <= high:
-        return None
-    return words[0], flags + rest
-
 
 def is_terminal(shell: Any) -> bool:
     """True in terminal IPython, where displays print their text and nothing updates."""
@@ -193,72 +187,34 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         session.client_factory = main.client_factory
         return session
 
-    @magic_arguments()
-    @argument("--agent", metavar="NAME",
-              help="Run as the agent defined in .claude/agents/NAME.md, with its own memory.")
-    @argument("prompt", nargs="*", help="What to ask (line form); the cell body otherwise.")
+    @no_var_expand  # a prompt is sent as typed; only a line subcommand is expanded
+    @needs_local_scope
     @line_cell_magic
-    def agent(self, line: str = "", cell: str | None = None) -> None:
-        """Talk to the agent. The cell body (or the rest of the line) is your message.
+    def agent(self, line: str = "", cell: str | None = None, local_ns: Any = None) -> None:
+        # The docstring is generated from the declaration (magic_doc, after the class).
+        def expand(text: str) -> str:
+            return self._expand(text, local_ns)
 
-        Examples::
-
-            %agent How many rows does sales_df have?
-
-            %%agent
-            Plot revenue by month, and remember that revenue is stored in cents.
-
-        Code cells you ran since the last agent turn are passed along so the agent
-        knows what you did. Settings: ``%config Agent`` (model, permission_mode, ...).
-
-        Sessions (line form only; anything else on the line is a prompt)::
-
-            %agent resume [PATH]       # continue the conversation saved in the notebook
-                                       # (default) or in a session log (.jsonl)
-            %agent record [FILE|off]   # keep every model exchange in FILE (default:
-                                       # <notebook>.recording.json beside the notebook)
-            %agent replay [FILE|off]   # answer from a recording: no key, no network
-            %agent replay --strict     # ... and refuse any request that is not identical
-            %agent status              # session, conversation, log, recording
-            %agent new                 # a fresh conversation in this kernel (same memory)
-            %agent -- resume my work   # a prompt that starts with a subcommand's name
-
-        Defined agents (``.claude/agents/NAME.md``, the reference's format)::
-
-            %%agent --agent data-reviewer
-            Review the join in the cell above.
-
-        After a kernel restart the first agent turn resumes from the saved notebook by
-        itself (``%config Agent.auto_resume = False`` to start fresh instead). A turn that
-        ends in an error (endpoint down, a request the replay does not hold) fails the
-        cell with one line, so Run All, nbclient and papermill stop there.
-        """
-        agent_name = None
-        words = line.split(None, 2)
-        if words and (words[0] == "--agent" or words[0].startswith("--agent=")):
-            if words[0] == "--agent":
-                agent_name = words[1] if len(words) > 1 else ""
-                line = words[2] if len(words) > 2 else ""
-            else:
-                agent_name = words[0].split("=", 1)[1]
-                line = line.split(None, 1)[1] if len(words) > 1 else ""
-            if not agent_name:
-                print("%agent --agent needs the name of an agent in .claude/agents/.")
-                return
-        if cell is None and agent_name is None:
-            sub = parse_subcommand(line)
-            if sub is not None:
-                with quiet_cells(self.shell):
-                    self._subcommand(*sub)
-                return
-            if line.lstrip().startswith("-- "):
-                line = line.lstrip()[3:]
-        prompt = (cell if cell is not None else line).strip()
-        if cell is not None and line.strip():
-            prompt = f"{line.strip()}\n{cell}".strip()
+        try:
+            asked = read_agent_line(line, cell, stdout=sys.stdout, stderr=sys.stderr,
+                                    expand=expand)
+        except HelpShown:
+            return
+        except JupyterMemoryError as exc:
+            raise usage_error(exc, AGENT.spelling(MAGIC)) from None
+        if asked.command is not AGENT:
+            with quiet_cells(self.shell):
+                self._subcommand(asked)
+            return
+        assert isinstance(asked.args, AgentArgs)
+        agent_name, prompt = asked.args.agent, asked.args.prompt
+        if agent_name == "":
+            raise UsageError(error_line("%agent", "--agent needs the name of an agent in "
+                                        ".claude/agents/."))
         if not prompt:
-            raise UsageError("Write a message for the agent: %agent QUESTION, or %%agent "
-                             "with the message in the cell body.")
+            raise UsageError(error_line("%agent", "Write a message for the agent: %agent "
+                                        "QUESTION, or %%agent with the message in the cell "
+                                        "body."))
         session: Session
         if agent_name is not None:
             try:
@@ -305,6 +261,17 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         if problem is not None:  # background work of the turn (extraction) was refused
             raise UsageError(problem)
 
+    def _expand(self, line: str, local_ns: Any) -> str:
+        """``$name`` and ``{expression}`` in ``line``, as IPython expands a line magic's
+        arguments (``local_ns``: the caller's locals); left as typed when it cannot."""
+        from IPython.utils.text import DollarFormatter
+
+        names = {**self._user_ns, **(local_ns or {})}
+        try:
+            return DollarFormatter().vformat(line, args=[], kwargs=names)
+        except Exception:  # as IPython does: a line it cannot expand stays as it is
+            return line
+
     def _note_unknown_model(self, model: str) -> None:
         """Say once per model name, on standard error, that the budgets guess its window."""
         note = unknown_model_note(model)
@@ -314,23 +281,22 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
 
     # ------------------------------------------------------------ sessions
 
-    def _subcommand(self, name: str, args: list[str]) -> None:
+    def _subcommand(self, asked: AgentLine) -> None:
         session = self.session()
-        flags = [a for a in args if a.startswith("--")]
-        args = [a for a in args if not a.startswith("--")]
+        args = asked.args
         try:
-            if name == "status":
+            if isinstance(args, StatusArgs):
                 print(self._status(session))
-            elif name == "new":
+            elif isinstance(args, NewArgs):
                 self._new(session)
-            elif name == "resume":
-                self._resume(session, args[0] if args else None)
-            elif name == "record":
-                self._record(session, args[0] if args else None)
-            else:
-                self._replay(session, args[0] if args else None, strict="--strict" in flags)
+            elif isinstance(args, ResumeArgs):
+                self._resume(session, args.path)
+            elif isinstance(args, RecordArgs):
+                self._record(session, args.target)
+            elif isinstance(args, ReplayArgs):
+                self._replay(session, args.target, strict=args.strict)
         except JupyterMemoryError as exc:
-            raise UsageError(str(exc)) from None
+            raise usage_error(exc, asked.command.spelling(MAGIC)) from None
 
     def _new(self, session: Session) -> None:
         """Start a new session in this kernel: what a kernel restart does for the agent
@@ -359,12 +325,9 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         current = record.controller(session)
         if current is not None:
             kind = current.kind
-            raise UsageError(f"a {kind} is running; resume first, then start it "
-                             f"(%agent {kind} off, %agent resume, %agent {kind}).")
-        try:
-            resumed = resume_session(session, path, user_ns=self._user_ns)
-        except ResumeError as exc:
-            raise UsageError(str(exc)) from None
+            raise ResumeError(f"a {kind} is running; resume first, then start it "
+                              f"(%agent {kind} off, %agent resume, %agent {kind}).")
+        resumed = resume_session(session, path, user_ns=self._user_ns)
         self._resume_checked = session
         print(resumed.describe())
         for note in resumed.notes:
@@ -538,6 +501,41 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         if not cells:
             return []
         return ["The person ran these notebook cells since your last turn:\n\n" + "\n\n".join(cells)]
+
+
+Agent.agent.__doc__ = magic_doc("%agent", """
+Talk to the agent. The rest of the line, or the cell body, is your message.
+
+Options come before the message; the message is the rest of the line (then the cell
+body) exactly as typed: quotes, backslashes and a --flag mid-sentence stay as they are.
+A message that starts with '-' goes after '--'. An unknown option fails the cell and
+nothing is sent. Code cells you ran since the last agent turn are passed along so the
+agent knows what you did. Settings: %config Agent (model, permission_mode, ...).
+
+Line subcommands (the line form only): a first word that names one, with arguments that
+fit it, is that subcommand; any other line is a message (%agent resume the analysis of
+last week is a question, and %agent -- resume my work always is).
+
+After a kernel restart the first agent turn resumes from the saved notebook by itself
+(%config Agent.auto_resume = False to start fresh instead). A turn that ends in an error
+(endpoint down, a request the replay does not hold) fails the cell with one line, so Run
+All, nbclient and papermill stop there.
+""", """
+%agent How many rows does sales_df have?
+
+%%agent
+Plot revenue by month, and remember that revenue is stored in cents.
+
+%%agent --agent data-reviewer
+Review the join in the cell above.
+
+%agent -- --verbose is a flag of which tool?
+%agent resume                 # continue the conversation saved in the notebook
+%agent record                 # keep every model exchange in <notebook>.recording.json
+%agent replay --strict        # answer from it: no key, no network, identical requests only
+%agent status
+%agent new
+""")
 
 
 def _log_file(session: Session) -> str:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import html
 import json
-import re
+import sys
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
 from jupyter_memory.agent.compaction import (
@@ -26,27 +25,16 @@ from jupyter_memory.agent.compaction import (
     undo,
 )
 from jupyter_memory.agent.compaction.budget import fixed_tokens
+from jupyter_memory.commands import MAGIC, HelpShown, parse_prompt
+from jupyter_memory.commands.compact import COMPACT, CompactArgs
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.magics.commands import magic_doc, usage_error
 from jupyter_memory.widgets.compaction import compaction_bundle
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
 
-FLAGS = ("--micro", "--undo", "--status", "--json")
-_LEADING_FLAG = re.compile(r"^\s*(--[A-Za-z-]+)(?=\s|$)")
-
-
-def parse_line(line: str) -> tuple[set[str], str]:
-    """Leading ``--flags`` and the free-text instructions after them (kept verbatim)."""
-    flags: set[str] = set()
-    rest = line
-    while (match := _LEADING_FLAG.match(rest)) is not None:
-        flag = match.group(1)
-        if flag not in FLAGS:
-            raise ValueError(f"unknown option {flag}; use one of {', '.join(FLAGS)}")
-        flags.add(flag)
-        rest = rest[match.end():]
-    return flags, rest.strip()
+PROG = COMPACT.spelling(MAGIC)
 
 
 @magics_class
@@ -55,45 +43,31 @@ class CompactMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.agent = agent
 
+    @no_var_expand  # the instructions are sent as typed
     @line_cell_magic
     def compact(self, line: str = "", cell: str | None = None) -> None:
-        """Compact the agent's conversation so it fits the context window again.
-
-        Usage::
-
-            %compact                      # summarise now (session notes first, else the model)
-            %compact keep the plotting code and every number we computed
-            %%compact                     # the cell body is the instructions
-            %compact --micro              # only clear old tool outputs (no model call)
-            %compact --undo               # restore the conversation before the last compaction
-            %compact --status             # levels, current size, breaker, session notes
-            %compact --status --json
-
-        The summary has nine sections (request, concepts, files and code, errors, problem
-        solving, every user message, pending tasks, current work, next step); "Compact
-        Instructions" sections in CLAUDE.md files and PreCompact hooks steer it too.
-        Automatic compaction happens before a request that would pass the autocompact
-        level; ``%context`` shows the levels.
-        """
+        # The docstring is generated from the declaration (magic_doc, after the class).
         try:
-            flags, text = parse_line(line)
-        except ValueError as exc:
-            raise UsageError(f"%compact: {exc}") from None
-        if cell is not None and cell.strip():
-            text = f"{text}\n{cell.strip()}".strip()
+            args = parse_prompt(COMPACT, line, cell=cell, stdout=sys.stdout, stderr=sys.stderr)
+        except HelpShown:
+            return
+        except JupyterMemoryError as exc:
+            raise usage_error(exc, PROG) from None
+        assert isinstance(args, CompactArgs)
         session = self.agent.session()
         try:
-            if "--status" in flags:
-                self._status(session, as_json="--json" in flags)
-            elif "--undo" in flags:
+            if args.status:
+                self._status(session, as_json=args.json)
+            elif args.undo:
                 self._undo(session)
-            elif "--micro" in flags:
+            elif args.micro:
                 self._micro(session)
             else:
-                result = compact(session, instructions=text or None, trigger="manual")
+                result = compact(session, instructions=args.instructions or None,
+                                 trigger="manual")
                 self._show(result, session)
         except JupyterMemoryError as exc:
-            raise UsageError(f"%compact: {exc}") from None
+            raise usage_error(exc, PROG) from None
 
     # ------------------------------------------------------------------ actions
 
@@ -155,3 +129,23 @@ class CompactMagics(Magics):
                 f"{'written' if notes['exists'] else 'not written yet'} ({notes['path']})."
             )
         print("\n".join(lines))
+
+
+CompactMagics.compact.__doc__ = magic_doc("%compact", """
+Compact the agent's conversation so it fits the context window again.
+
+The summary has nine sections (request, concepts, files and code, errors, problem
+solving, every user message, pending tasks, current work, next step); "Compact
+Instructions" sections in CLAUDE.md files and PreCompact hooks steer it too. The
+instructions are the rest of the line, then the cell body (%%compact), exactly as typed.
+Automatic compaction happens before a request that would pass the autocompact level;
+%context shows the levels.
+""", """
+%compact                      # summarise now (session notes first, else the model)
+%compact keep the plotting code and every number we computed
+%%compact                     # the cell body is the instructions
+%compact --micro              # only clear old tool outputs (no model call)
+%compact --undo               # restore the conversation before the last compaction
+%compact --status             # levels, current size, breaker, session notes
+%compact --status --json
+""")

@@ -14,12 +14,15 @@ __all__ = ["remember_direct", "remember_offline"]
 
 def remember_direct(
     store: MemoryStore, body: str, *, name: str, description: str, type: str,
-    file: str | None = None, today: _dt.date | None = None,
+    file: str | None = None, today: _dt.date | None = None, hook: str | None = None,
+    exist_ok: bool = False,
 ) -> RememberResult:
-    """Write the memory exactly as given (no model); an existing file is an error."""
-    result: WriteResult = store.create(name, description, type, body, file=file,
-                                       provenance="user")
-    out = RememberResult("direct", store.memdir, [result.file], [result.file])
+    """Write the memory exactly as given (no model); an existing file is an error unless
+    ``exist_ok`` (then it is updated). ``hook`` is the index line's text."""
+    result: WriteResult = store.create(name, description, type, body, file=file, hook=hook,
+                                       provenance="user", exist_ok=exist_ok)
+    out = RememberResult("direct", store.memdir, [result.file],
+                         [result.file] if result.created else [])
     out.notes += result.messages
     out.dates = find_relative_dates(body, today)
     return out
