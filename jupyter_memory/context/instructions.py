@@ -371,8 +371,10 @@ class _Loader:
         depth: int,
         globs: tuple[str, ...],
         rule: bool = False,
+        *,
+        key: Path | None = None,
     ) -> list[InstructionFile]:
-        key = path.resolve()
+        key = path.resolve() if key is None else key
         if key in self.seen:
             if importer is not None:
                 self.notes.append(f"{importer}: import of {path} skipped, already loaded")
@@ -394,8 +396,18 @@ class _Loader:
             return []
         entry = InstructionFile(path, scope, text, importer, reason, globs)
         out = [entry]
+        # token -> (file, its resolved path), None when not followed. The same import
+        # again adds at most an "already loaded" note: a file of one token repeated costs
+        # a look-up per token, not a path resolution.
+        followed: dict[str, tuple[Path, Path] | None] = {}
         for token in find_imports(text):
+            if token in followed:
+                seen = followed[token]
+                if seen is not None and seen[1] in self.seen:
+                    self.notes.append(f"{path}: import of {seen[0]} skipped, already loaded")
+                continue
             target = _import_target(token, path.parent, self.home)
+            followed[token] = None
             if target is None:
                 continue
             if depth >= MAX_IMPORT_DEPTH:
@@ -404,7 +416,10 @@ class _Loader:
                     f"{MAX_IMPORT_DEPTH} levels deep"
                 )
                 continue
-            out += self._load(target, scope, f"imported by {path}", path, depth + 1, ())
+            key = target.resolve()
+            followed[token] = (target, key)
+            out += self._load(target, scope, f"imported by {path}", path, depth + 1, (),
+                              key=key)
         return out
 
     def _read(self, path: Path, importer: Path | None) -> str | None:
@@ -525,18 +540,25 @@ def strip_html_comments(text: str) -> str:
     return "".join(out)
 
 
+def _blank(text: str) -> str:
+    """``text`` with every character but a newline made a space."""
+    if "\n" not in text:
+        return " " * len(text)
+    return _BLANK.sub(" ", text)
+
+
 def _mask_code(text: str) -> str:
     """``text`` with fenced blocks and inline code spans blanked out (same length)."""
     lines = text.splitlines(keepends=True)
     flags = fence_flags(lines)
     masked = "".join(
-        _BLANK.sub(" ", line) if fenced else line
-        for line, fenced in zip(lines, flags, strict=True)
+        _blank(line) if fenced else line for line, fenced in zip(lines, flags, strict=True)
     )
     pieces: list[str] = []
     done = 0
     for start, end in code_spans(masked):
-        pieces += [masked[done:start], _BLANK.sub(" ", masked[start:end])]
+        pieces.append(masked[done:start])
+        pieces.append(_blank(masked[start:end]))
         done = end
     pieces.append(masked[done:])
     return "".join(pieces)

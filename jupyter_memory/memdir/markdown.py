@@ -13,7 +13,8 @@ scans are linear in the text, whatever it holds: these readers see files others 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Sequence
 
 __all__ = ["code_spans", "fence_flags", "fence_open_at_end"]
 
@@ -57,34 +58,37 @@ def fence_open_at_end(lines: Sequence[str]) -> bool:
     return _scan(lines)[1] is not None
 
 
-def code_spans(text: str) -> list[tuple[int, int]]:
+def code_spans(text: str) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of each inline code span of ``text``, backticks included, in order.
 
     A run of backticks opens a span that ends at the next run of the same length within
     the paragraph (a blank line ends it); a run with no such partner is plain text, and
     the search goes on after it. Each run is paired with its partner from a table built
     once, so unclosed runs cost nothing more (looking ahead from every opening run, as a
-    plain reading of the rule does, is quadratic in a file of unclosed backticks).
+    plain reading of the rule does, is quadratic in a file of unclosed backticks). The
+    table is kept in flat arrays: a file of backticks makes a run every few bytes.
     """
     breaks = [m.start() for m in _PARAGRAPH_BREAK.finditer(text)]
-    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
-    partner: list[int | None] = [None] * len(runs)
-    later: dict[tuple[int, int], int] = {}  # (paragraph, width) -> the next run's index
+    starts, ends = array("q"), array("q")
+    for m in _BACKTICKS.finditer(text):
+        starts.append(m.start())
+        ends.append(m.end())
+    partner = array("q", bytes(8 * len(starts)))  # the closing run's index; 0: none
+    later: dict[int, int] = {}  # paragraph * (longest run + 1) + width -> next run's index
+    stride = max((e - s for s, e in zip(starts, ends, strict=True)), default=0) + 1
     paragraph = len(breaks)
-    for index in range(len(runs) - 1, -1, -1):
-        start, end = runs[index]
+    for index in range(len(starts) - 1, -1, -1):
+        start = starts[index]
         while paragraph and breaks[paragraph - 1] > start:
             paragraph -= 1
-        key = (paragraph, end - start)
-        partner[index] = later.get(key)
+        key = paragraph * stride + ends[index] - start
+        partner[index] = later.get(key, 0)
         later[key] = index
-    spans: list[tuple[int, int]] = []
     index = 0
-    while index < len(runs):
+    while index < len(starts):
         close = partner[index]
-        if close is None:
+        if close:
+            yield starts[index], ends[close]
+            index = close + 1
+        else:
             index += 1
-            continue
-        spans.append((runs[index][0], runs[close][1]))
-        index = close + 1
-    return spans
