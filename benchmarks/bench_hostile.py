@@ -13,11 +13,6 @@ runs at the small size, one run at the large size). Goal: the large one takes at
 shown). The large run stops once it has used more than the goal allows, so a quadratic
 case costs seconds, not hours.
 
-A case marked *waiting* is known to be super-linear in a module another change is
-rewriting (the transcript log's split, the date engine's move to ``memdir/dates.py``);
-its fix is described in ``benchmarks/README.md`` and it does not fail ``--check`` until
-its marker is removed. ``--quick`` does not run them.
-
     python benchmarks/bench_hostile.py [--quick] [--check] [--only SUBSTRING]
 """
 
@@ -55,6 +50,7 @@ from jupyter_memory.memdir.index import load_for_model, parse_index
 from jupyter_memory.memdir.markdown import code_spans, fence_flags
 from jupyter_memory.memdir.scan import read_document
 from jupyter_memory.recall import dates, offline
+from jupyter_memory.sessions.recording.matching import conversation_view
 from jupyter_memory.sessions.resume import conversation_from_notebook
 from jupyter_memory.transcript.reader import read_entries
 from jupyter_memory.transcript.rebuild import rebuild_conversation
@@ -63,6 +59,10 @@ SIZES = (50_000, 5_000_000)
 QUICK_SIZES = (10_000, 1_000_000)
 GOAL = 120.0
 """Most the large input may take, as a multiple of the small one (100x the size)."""
+FLOOR = 200.0
+"""What ``run_all.py --quick --check`` (CI) fails on: a linear scan lands near 100x, a
+quadratic one near 10,000x; the goal's 20% margin is thinner than the noise of a short run
+on a busy machine (the caches hold a 10 KB input and its objects, not a 1 MB one)."""
 CHEAP_NS = 10.0
 """A large run cheaper than this per character passes whatever its ratio: such a scan is
 a few passes in C over the text, whose cost per byte jumps once its buffers outgrow the
@@ -78,10 +78,6 @@ AGAIN_SECONDS = 0.25
 Prepared = Callable[[], "str | None"]
 """A scan ready to time; returns the refusal message when a size cap refused the input."""
 
-_TRANSCRIPT = "the transcript log's split (transcript/log.py, another change)"
-_DATES = "the date engine's move to memdir/dates.py (another change)"
-
-
 @dataclass(frozen=True)
 class Case:
     """One scanner fed one hostile pattern; ``build(size)`` prepares the input outside
@@ -90,7 +86,6 @@ class Case:
     scanner: str
     pattern: str
     build: Callable[[int, Path], Prepared]
-    waiting: str | None = None
 
 
 def fill(unit: str, size: int) -> str:
@@ -114,14 +109,14 @@ def _nothing(_: object) -> None:
 
 
 def text_case(scanner: str, pattern: str, make: Callable[[int], str],
-              scan: Callable[[str], object], waiting: str | None = None) -> Case:
+              scan: Callable[[str], object]) -> Case:
     """A case whose scan is a function of the hostile text alone."""
 
     def build(size: int, _tmp: Path) -> Prepared:
         text = make(size)
         return lambda: _nothing(scan(text))
 
-    return Case(scanner, pattern, build, waiting)
+    return Case(scanner, pattern, build)
 
 
 # --------------------------------------------------------------------------- instructions
@@ -239,6 +234,11 @@ def _boundary_hits(size: int, tmp: Path) -> Prepared:
     return lambda: _nothing(read_entries(path))
 
 
+def _replay_view(text: str) -> None:
+    conversation_view({"messages": [{"role": "user", "content": [{"type": "text",
+                                                                   "text": text}]}]})
+
+
 def _notebook(size: int, tmp: Path) -> Prepared:
     """A saved notebook whose turn record holds many user messages in a row."""
     path = tmp / f"nb-{uuid.uuid4().hex}.ipynb"
@@ -317,19 +317,21 @@ CASES: list[Case] = [
     text_case("is_list_question", "what + long word", lambda n: "what " + "a" * n,
               offline.is_list_question),
     text_case("dates.parse (offline selector)", "yesterday, repeated",
-              lambda n: fill("yesterday ", n), _date_parse, waiting=_DATES),
+              lambda n: fill("yesterday ", n), _date_parse),
     text_case("find_relative_dates (memory body)", "yesterday, repeated",
-              lambda n: fill("yesterday ", n), _relative_dates, waiting=_DATES),
+              lambda n: fill("yesterday ", n), _relative_dates),
     # transcripts and notebooks
     text_case("question_text (transcript list)", "<command-name> never closed",
               lambda n: fill("<command-name>", n), question_text),
     text_case("question_text (transcript list)", "<system-reminder> never closed",
               lambda n: fill("<system-reminder>", n), question_text),
     Case("rebuild_conversation (JSONL log)", "user entries in a row", _consecutive_users,
-         waiting=_TRANSCRIPT),
+),
     Case("read_entries (JSONL log)", "boundary words in the last line", _boundary_hits,
-         waiting=_TRANSCRIPT),
-    Case("conversation_from_notebook", "user messages in a row", _notebook, waiting=_TRANSCRIPT),
+),
+    Case("conversation_from_notebook", "user messages in a row", _notebook),
+    text_case("conversation_view (replay matching)", "<system-reminder> never closed",
+              lambda n: "</system-reminder>" + fill("<system-reminder>", n), _replay_view),
 ]
 
 
@@ -353,14 +355,14 @@ class Result:
     def cheap(self) -> bool:
         return not self.stopped and self.large < CHEAP_NS * 1e-9 * self.size
 
-    @property
-    def linear(self) -> bool:
+    def within(self, limit: float) -> bool:
+        """Refused by a cap, too cheap to be quadratic, or at most ``limit`` times the small."""
         return self.refused is not None or self.cheap or (
-            not self.stopped and self.ratio <= GOAL)
+            not self.stopped and self.ratio <= limit)
 
     @property
-    def passes(self) -> bool:
-        return self.linear or self.case.waiting is not None
+    def linear(self) -> bool:
+        return self.within(GOAL)
 
 
 def _cpu(call: Prepared) -> tuple[float, str | None]:
@@ -429,9 +431,12 @@ def measure(case: Case, sizes: tuple[int, int], quick: bool, repeat: int = 3) ->
 
 def run(quick: bool = False, only: str | None = None) -> list[Result]:
     sizes = QUICK_SIZES if quick else SIZES
-    chosen = [c for c in CASES if not (quick and c.waiting)
-              and (not only or only.lower() in f"{c.scanner} {c.pattern}".lower())]
+    chosen = [c for c in CASES if not only or only.lower() in f"{c.scanner} {c.pattern}".lower()]
     return [measure(case, sizes, quick) for case in chosen]
+
+
+def size_text(count: int) -> str:
+    return f"{count / 1e6:g} MB" if count >= 1_000_000 else f"{count / 1e3:g} KB"
 
 
 def _ms(seconds: float) -> str:
@@ -439,7 +444,7 @@ def _ms(seconds: float) -> str:
 
 
 def table(results: list[Result], sizes: tuple[int, int]) -> str:
-    small, large = (f"{s / 1e6:g} MB" if s >= 1e6 else f"{s / 1e3:g} KB" for s in sizes)
+    small, large = (size_text(s) for s in sizes)
     lines = [f"| scanner | hostile pattern | {small} | {large} | ratio | verdict |",
              "|---|---|---:|---:|---:|---|"]
     for r in results:
@@ -454,8 +459,6 @@ def table(results: list[Result], sizes: tuple[int, int]) -> str:
                 f"linear (under {CHEAP_NS:g} ns a character)"
         else:
             verdict = "**super-linear**"
-        if r.case.waiting:
-            verdict += f" (waiting for {r.case.waiting})"
         lines.append(f"| {r.case.scanner} | {r.case.pattern} | {_ms(r.small)} | {large_text} "
                      f"| {ratio_text} | {verdict} |")
     return "\n".join(lines)
@@ -469,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run(args.quick, args.only)
     print(table(results, QUICK_SIZES if args.quick else SIZES))
-    failed = [r for r in results if not r.passes]
+    failed = [r for r in results if not r.linear]
     if failed:
         print("NOT LINEAR: " + "; ".join(f"{r.case.scanner}, {r.case.pattern}" for r in failed))
         return 1 if args.check else 0

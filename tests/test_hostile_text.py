@@ -6,9 +6,14 @@ How long the scans take is measured by ``benchmarks/bench_hostile.py``, never he
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import re
+import uuid
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,9 +28,14 @@ from jupyter_memory.context.instructions import (
     strip_html_comments,
 )
 from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.dates import find_dates
 from jupyter_memory.memdir.globs import Glob
 from jupyter_memory.memdir.index import parse_index
 from jupyter_memory.memdir.markdown import code_spans
+from jupyter_memory.recall import dates as recall_dates
+from jupyter_memory.sessions.recording.matching import conversation_view
+from jupyter_memory.transcript import reader
+from jupyter_memory.transcript.rebuild import rebuild_conversation
 
 # --------------------------------------------------------------------------- code spans
 
@@ -191,6 +201,89 @@ def test_wrapper_tags_that_never_close_are_skipped() -> None:
     assert question_text(text) == text  # no command name closes: the text is the question
     closed = "<command-args>" * 1000 + "<command-name>/go</command-name>"
     assert question_text(closed) == "/go"  # the arguments never close: left out
+
+
+def test_replay_matching_hides_closed_reminders_only() -> None:
+    def view(text: str) -> Any:
+        request = {"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]}
+        return conversation_view(request)[0]["content"][0]["text"]
+
+    assert view("a</system-reminder>" + "<system-reminder>x" * 300) == \
+        "a</system-reminder>" + "<system-reminder>x" * 300
+    assert view("q <system-reminder>a<system-reminder>b</system-reminder>c<system-reminder>") == \
+        "q <system-reminder/>c<system-reminder>"
+
+
+def _line(entry: dict[str, Any]) -> str:
+    return json.dumps(entry) + "\n"
+
+
+def _user(parent: str | None, content: Any) -> dict[str, Any]:
+    return {"type": "user", "uuid": str(uuid.uuid4()), "parentUuid": parent, "sessionId": "s",
+            "message": {"role": "user", "content": content}}
+
+
+@pytest.mark.parametrize("block", [7, 64, 100_000])
+def test_backward_search_reads_each_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              block: int) -> None:
+    """A line naming the boundary again and again is parsed once, not once per name."""
+    first = _user(None, "before")
+    boundary = {"type": "system", "subtype": "compact_boundary", "uuid": str(uuid.uuid4()),
+                "parentUuid": None, "content": "Conversation compacted",
+                "compactMetadata": {"trigger": "auto", "preTokens": 1000}}
+    decoy = _user(boundary["uuid"], ["compact_boundary"] * 300)
+    path = tmp_path / "log.jsonl"
+    path.write_text(_line(first) + _line(boundary) + _line(decoy), encoding="utf-8")
+    parsed: list[bytes] = []
+    real = reader._is_boundary_line
+
+    def counting(line: bytes) -> bool:
+        parsed.append(line)
+        return real(line)
+
+    monkeypatch.setattr(reader, "FAST_PATH_BYTES", 0)
+    monkeypatch.setattr(reader, "SCAN_BLOCK_BYTES", block)
+    monkeypatch.setattr(reader, "_is_boundary_line", counting)
+    entries = reader.read_entries(path)
+    assert entries.stats.start_offset == len(_line(first).encode())
+    assert [e["uuid"] for e in entries] == [boundary["uuid"], decoy["uuid"]]
+    assert len(parsed) == 2  # the decoy line, then the boundary
+
+
+def test_user_entries_in_a_row_merge_with_results_first() -> None:
+    use = {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}
+    ask = _user(None, "question")
+    answer = {"type": "assistant", "uuid": str(uuid.uuid4()), "parentUuid": ask["uuid"],
+              "sessionId": "s", "message": {"role": "assistant", "id": "m1", "content": [use]}}
+    entries, parent = [ask, answer], answer["uuid"]
+    for content in ("one", [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+                    *(f"more {i}" for i in range(200))):
+        entries.append(_user(parent, content))
+        parent = entries[-1]["uuid"]
+    conversation = rebuild_conversation(entries)
+    assert [m["role"] for m in conversation] == ["user", "assistant", "user", "assistant"]
+    merged = conversation[2]["content"]
+    assert merged[0]["type"] == "tool_result"
+    assert [b["text"] for b in merged[1:]] == ["one", *(f"more {i}" for i in range(200))]
+    assert len(conversation.meta[2].uuids) == 202
+
+
+def test_date_lead_in_is_the_phrase_that_ends_at_the_date() -> None:
+    today = dt.date(2026, 3, 1)
+
+    def mention(text: str) -> tuple[str, dt.date, dt.date]:
+        (found,) = find_dates(text, today)
+        return found.text, found.first, found.last
+
+    assert mention("bathe day before 5 May 2023") == \
+        ("day before 5 May 2023", dt.date(2023, 5, 4), dt.date(2023, 5, 5))
+    assert mention("the day before the day before 5 May 2023")[0] == "the day before 5 May 2023"
+    assert mention("x the  day\tbefore\nthe 8 May 2023") == \
+        ("the  day\tbefore\nthe 8 May 2023", dt.date(2023, 5, 7), dt.date(2023, 5, 8))
+    assert mention("A WEEK AFTER 2024-01-02")[1:] == (dt.date(2024, 1, 2), dt.date(2024, 1, 9))
+    ranges, rest = recall_dates.parse("sales yesterday and 5 May 2023 please",
+                                      dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
+    assert len(ranges) == 2 and rest == "sales   and   please"
 
 
 # --------------------------------------------------------------------------- a hostile CLAUDE.md
