@@ -33,6 +33,7 @@ import bench_assembly
 import bench_cache
 import bench_cost_curve
 import bench_guard
+import bench_hostile
 import bench_jsonl
 import bench_notebook_size
 import bench_resume
@@ -339,6 +340,33 @@ def widgets_section(quick: bool) -> Section:
     return Section("Widget render time", "python benchmarks/bench_widgets.py", text, [goal])
 
 
+def hostile_section(quick: bool) -> Section:
+    sizes = bench_hostile.QUICK_SIZES if quick else bench_hostile.SIZES
+    results = bench_hostile.run(quick)
+    linear = sum(r.linear for r in results)
+    timed = [r for r in results if r.refused is None and not r.cheap]
+    worst = max(timed, key=lambda r: r.ratio, default=None)
+    text = "\n".join([
+        "Each scanner of text others hand us, fed a hostile pattern at two sizes 100x apart; "
+        "CPU time, the best of batched runs at the small size and of one or two runs at the "
+        f"large one. Linear: the large one takes at most {bench_hostile.GOAL:g}x the small "
+        "one, or is refused by a size cap (its message shown), or costs under "
+        f"{bench_hostile.CHEAP_NS:g} ns a character (a few passes in C, whose ratio measures "
+        "the caches, not the algorithm). A large run is stopped once it is well past the goal.",
+        "",
+        bench_hostile.table(results, sizes),
+    ])
+    measured = f"{linear} of {len(results)}" + (
+        f"; worst {worst.ratio:.0f}x ({worst.case.scanner}, {worst.case.pattern})" if worst else "")
+    goal = Goal(f"scanners of untrusted text on hostile input, "
+                f"{bench_hostile.size_text(sizes[0])} vs {bench_hostile.size_text(sizes[1])}",
+                f"<= {bench_hostile.GOAL:g}x each, or refused by a cap", measured,
+                linear == len(results), f"<= {bench_hostile.FLOOR:g}x each",
+                all(r.within(bench_hostile.FLOOR) for r in results))
+    return Section("Scanners of untrusted text on hostile input (issue 26)",
+                   "python benchmarks/bench_hostile.py", text, [goal])
+
+
 def turn_section(quick: bool) -> Section:
     sizes = (0, 200, 2000) if quick else (0, 200, 2000, 10_000)
     res = bench_turn.run(sizes, turns=6 if quick else 15)
@@ -433,6 +461,7 @@ SECTIONS: list[Callable[[bool], Section]] = [
     cost_section,
     widgets_section,
     turn_section,
+    hostile_section,
 
 
     recall_section,

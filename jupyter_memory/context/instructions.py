@@ -11,6 +11,7 @@ See ``docs/instructions.md`` for the rules with a worked example.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,8 +21,8 @@ from pathlib import Path
 from jupyter_memory.errors import ConfigError
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.basedir import config_base, home_dir
-from jupyter_memory.memdir.globs import glob_to_regex
-from jupyter_memory.memdir.markdown import fence_flags
+from jupyter_memory.memdir.globs import Glob
+from jupyter_memory.memdir.markdown import code_spans, fence_flags
 from jupyter_memory.memdir.project import find_project_root
 
 __all__ = [
@@ -103,6 +104,7 @@ class InstructionSet:
     _start_pending: tuple[_PendingRule, ...] = field(default=(), repr=False)
     _start_rules_seen: frozenset[Path] = field(default=frozenset(), repr=False)
     _dirs_done: set[Path] = field(default_factory=set, repr=False)
+    _noted: set[str] = field(default_factory=set, repr=False)
 
     @property
     def skipped_imports(self) -> list[tuple[Path, Path]]:
@@ -197,9 +199,12 @@ class InstructionSet:
         return self._loader
 
     def _absorb_notes(self) -> None:
+        """Move the loader's new notes here, each once (a set, not a search of the list:
+        a file of thousands of ``@`` imports leaves thousands of notes)."""
         loader = self._require_loader()
         for note in loader.notes:
-            if note not in self.notes:
+            if note not in self._noted:
+                self._noted.add(note)
                 self.notes.append(note)
         loader.notes.clear()
 
@@ -366,8 +371,10 @@ class _Loader:
         depth: int,
         globs: tuple[str, ...],
         rule: bool = False,
+        *,
+        key: Path | None = None,
     ) -> list[InstructionFile]:
-        key = path.resolve()
+        key = path.resolve() if key is None else key
         if key in self.seen:
             if importer is not None:
                 self.notes.append(f"{importer}: import of {path} skipped, already loaded")
@@ -389,8 +396,18 @@ class _Loader:
             return []
         entry = InstructionFile(path, scope, text, importer, reason, globs)
         out = [entry]
+        # token -> (file, its resolved path), None when not followed. The same import
+        # again adds at most an "already loaded" note: a file of one token repeated costs
+        # a look-up per token, not a path resolution.
+        followed: dict[str, tuple[Path, Path] | None] = {}
         for token in find_imports(text):
+            if token in followed:
+                seen = followed[token]
+                if seen is not None and seen[1] in self.seen:
+                    self.notes.append(f"{path}: import of {seen[0]} skipped, already loaded")
+                continue
             target = _import_target(token, path.parent, self.home)
+            followed[token] = None
             if target is None:
                 continue
             if depth >= MAX_IMPORT_DEPTH:
@@ -399,7 +416,10 @@ class _Loader:
                     f"{MAX_IMPORT_DEPTH} levels deep"
                 )
                 continue
-            out += self._load(target, scope, f"imported by {path}", path, depth + 1, ())
+            key = target.resolve()
+            followed[token] = (target, key)
+            out += self._load(target, scope, f"imported by {path}", path, depth + 1, (),
+                              key=key)
         return out
 
     def _read(self, path: Path, importer: Path | None) -> str | None:
@@ -477,8 +497,9 @@ def _rule_files(rules_dir: Path) -> list[Path]:
 
 
 _COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
+_BLANK = re.compile(r"[^\n]")
 _IMPORT = re.compile(r"(?<!\S)@((?:[^\s\\]|\\ )+)")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_HEADING_START = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _TRAILING_PUNCT = ".,;:!?)]}'\""
 
 
@@ -487,10 +508,12 @@ def strip_html_comments(text: str) -> str:
 
     Text after ``-->`` on the closing line is kept; a comment that never closes is
     left alone rather than swallowing the rest of the file; comments inside a line of
-    prose are kept as they are.
+    prose are kept as they are. One pass: the lines holding ``-->`` are listed once, so
+    a file of unclosed ``<!--`` lines costs no more than any other file of its size.
     """
     lines = text.splitlines(keepends=True)
     flags = fence_flags(lines)
+    closers = [number for number, line in enumerate(lines) if "-->" in line]
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -501,9 +524,11 @@ def strip_html_comments(text: str) -> str:
             continue
         start = line.index("<!--") + 4
         end_line, end_col = i, line.find("-->", start)
-        while end_col < 0 and end_line + 1 < len(lines):
-            end_line += 1
-            end_col = lines[end_line].find("-->")
+        if end_col < 0:
+            later = bisect.bisect_right(closers, i)
+            if later < len(closers):
+                end_line = closers[later]
+                end_col = lines[end_line].find("-->")
         if end_col < 0:  # unclosed: keep everything
             out.append(line)
             i += 1
@@ -515,55 +540,28 @@ def strip_html_comments(text: str) -> str:
     return "".join(out)
 
 
+def _blank(text: str) -> str:
+    """``text`` with every character but a newline made a space."""
+    if "\n" not in text:
+        return " " * len(text)
+    return _BLANK.sub(" ", text)
+
+
 def _mask_code(text: str) -> str:
     """``text`` with fenced blocks and inline code spans blanked out (same length)."""
     lines = text.splitlines(keepends=True)
     flags = fence_flags(lines)
     masked = "".join(
-        re.sub(r"[^\n]", " ", line) if fenced else line
-        for line, fenced in zip(lines, flags, strict=True)
+        _blank(line) if fenced else line for line, fenced in zip(lines, flags, strict=True)
     )
-    chars = list(masked)
-    i, n = 0, len(masked)
-    while i < n:
-        if masked[i] != "`":
-            i += 1
-            continue
-        run = i
-        while run < n and masked[run] == "`":
-            run += 1
-        width = run - i
-        para_end = _paragraph_end(masked, run)
-        close = _closing_run(masked, run, para_end, width)
-        if close < 0:
-            i = run
-            continue
-        for k in range(i, close + width):
-            if chars[k] != "\n":
-                chars[k] = " "
-        i = close + width
-    return "".join(chars)
-
-
-def _paragraph_end(text: str, start: int) -> int:
-    m = re.compile(r"\n[ \t]*\n").search(text, start)
-    return m.start() if m else len(text)
-
-
-def _closing_run(text: str, start: int, stop: int, width: int) -> int:
-    """Index of the next backtick run of exactly ``width`` in ``text[start:stop]``, or -1."""
-    i = start
-    while i < stop:
-        if text[i] != "`":
-            i += 1
-            continue
-        j = i
-        while j < stop and text[j] == "`":
-            j += 1
-        if j - i == width and (j >= len(text) or text[j] != "`"):
-            return i
-        i = j
-    return -1
+    pieces: list[str] = []
+    done = 0
+    for start, end in code_spans(masked):
+        pieces.append(masked[done:start])
+        pieces.append(_blank(masked[start:end]))
+        done = end
+    pieces.append(masked[done:])
+    return "".join(pieces)
 
 
 def find_imports(text: str) -> list[str]:
@@ -654,6 +652,24 @@ def _rule_globs(text: str, path: Path, notes: list[str]) -> tuple[str, ...]:
     return globs
 
 
+def _heading(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` of an ATX heading line (``## Title ##``), or None.
+
+    The text drops an optional closing run of ``#`` written after a space or tab. Cut
+    with string operations: a regex with a lazy title before optional trailing blanks
+    backtracks over every blank of a long line, quadratic on a line of spaces.
+    """
+    m = _HEADING_START.match(line)
+    if m is None:
+        return None
+    body = line[m.end() :].lstrip(" \t")
+    text = body.rstrip(" \t")
+    unclosed = text.rstrip("#")
+    if len(unclosed) < len(text) and unclosed != unclosed.rstrip(" \t"):
+        text = unclosed.rstrip(" \t")
+    return len(m.group(1)), text
+
+
 def _compact_sections(text: str) -> list[str]:
     lines = text.splitlines()
     flags = fence_flags(lines)
@@ -661,14 +677,14 @@ def _compact_sections(text: str) -> list[str]:
     level: int | None = None
     body: list[str] = []
     for line, fenced in zip(lines, flags, strict=True):
-        m = None if fenced else _HEADING.match(line)
-        if m and level is not None and len(m.group(1)) <= level:
+        heading = None if fenced else _heading(line)
+        if heading and level is not None and heading[0] <= level:
             sections.append("\n".join(body).strip())
             level, body = None, []
         if level is not None:
             body.append(line)
-        elif m and (m.group(2) or "").strip().lower() == "compact instructions":
-            level = len(m.group(1))
+        elif heading and heading[1].strip().lower() == "compact instructions":
+            level = heading[0]
     if level is not None:
         sections.append("\n".join(body).strip())
     return [s for s in sections if s]
@@ -677,16 +693,15 @@ def _compact_sections(text: str) -> list[str]:
 # --------------------------------------------------------------------------- globs
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a gitignore-style glob to a regex over posix relative paths."""
+def _glob(pattern: str) -> Glob:
+    """A ``paths:`` glob as a matcher over posix paths relative to the rule's folder."""
     p = pattern.strip().removeprefix("./")
     dir_only = p.endswith("/")
     p = p.rstrip("/")
     if "/" not in p:
         p = "**/" + p  # a bare name matches at any depth
-    p = p.lstrip("/")
-    suffix = "/.*" if dir_only else "(?:/.*)?"  # a matching folder covers what is inside
-    return re.compile(glob_to_regex(p) + suffix + r"\Z", re.DOTALL)
+    # a matching folder covers what is inside
+    return Glob(p.lstrip("/"), "inside" if dir_only else "or_inside")
 
 
 def match_glob(pattern: str, relpath: str) -> bool:
@@ -694,9 +709,10 @@ def match_glob(pattern: str, relpath: str) -> bool:
 
     ``*`` and ``?`` stay inside one folder, ``**/`` spans zero or more folders, a
     pattern without ``/`` matches the name at any depth, and a pattern that names a
-    folder matches everything inside it (as in ``.gitignore``).
+    folder matches everything inside it (as in ``.gitignore``). Time is linear in the
+    path whatever the pattern (:class:`~jupyter_memory.memdir.globs.Glob`).
     """
-    return bool(_glob_regex(pattern).match(relpath))
+    return _glob(pattern).match(relpath)
 
 
 def _rule_matches(rule: _PendingRule, target: Path) -> bool:

@@ -406,8 +406,12 @@ def _rules() -> list[tuple[re.Pattern[str], _Build]]:
 _NAMED_KEYS = {re.sub(r"\s+", "", word): value for word, value in NAMED.items()}
 """:data:`NAMED` by its words without spaces, which may be left out in Korean."""
 _RULES = _rules()
-_AROUND = re.compile(r"\b(?:the\s+|a\s+)?(?P<unit>day|week|weekend|month)\s+(?P<side>before|after)"
-                     r"\s+(?:the\s+)?$", re.IGNORECASE)
+# "the week before " / "a day after the " just before a date, read backwards from the date
+# on the reversed text: the phrase that ends where the date starts, as far left as it goes.
+# (Searching the text before each date for a phrase that ends there reads that text again
+# for every date, quadratic in a message full of dates.)
+_AROUND_REVERSED = re.compile(r"(?:\s+eht)?\s+(?P<side>erofeb|retfa)\s+"
+                              r"(?P<unit>yad|keew|dnekeew|htnom)(?:\s+eht|\s+a)?\b", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -419,11 +423,12 @@ def find_dates(text: str, today: dt.date) -> tuple[DateMention, ...]:
     words belong to the mention.
     """
     found: list[DateMention] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 where a mention already took the character
+    reversed_text: str | None = None
     for pattern, build in _RULES:
         for m in pattern.finditer(text):
             start, end = m.span()
-            if any(start < e and s < end for s, e in taken):
+            if taken.find(1, start, end) >= 0:
                 continue
             try:
                 days = build(m, today)
@@ -431,16 +436,18 @@ def find_dates(text: str, today: dt.date) -> tuple[DateMention, ...]:
                 days = None
             if days is None:
                 continue
-            around = _AROUND.search(text[:start]) if not days.relative and days.unit == "day" \
-                else None
-            if around:
-                span = dt.timedelta(days=UNIT_DAYS[around.group("unit").lower()])
-                if around.group("side").lower() == "before":
-                    days = days._replace(first=days.first - span)
-                else:
-                    days = days._replace(last=days.last + span)
-                start = around.start()
-            taken.append((start, end))
+            if not days.relative and days.unit == "day":
+                if reversed_text is None:
+                    reversed_text = text[::-1]
+                around = _AROUND_REVERSED.match(reversed_text, len(text) - start)
+                if around:
+                    span = dt.timedelta(days=UNIT_DAYS[around.group("unit")[::-1].lower()])
+                    if around.group("side").lower() == "erofeb":
+                        days = days._replace(first=days.first - span)
+                    else:
+                        days = days._replace(last=days.last + span)
+                    start = len(text) - around.end()
+            taken[start:end] = b"\x01" * (end - start)
             found.append(DateMention(text[start:end], start, end, *days))
     return tuple(sorted(found, key=lambda d: d.start))
 

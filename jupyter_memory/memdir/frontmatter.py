@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -263,7 +263,30 @@ def _describe(exc: Exception, line_offset: int) -> str:
 
 
 # Fast path: most headers are plain ``key: value`` lines, maybe with a ``metadata:`` block.
-_SIMPLE_LINE = re.compile(r"([ ]*)([A-Za-z_][A-Za-z0-9_.-]*):(?:[ ]+(.*?))?[ \t]*\r?")
+_SIMPLE_KEY = re.compile(r"([ ]*)([A-Za-z_][A-Za-z0-9_.-]*):")
+
+
+def _value_text(text: str) -> str:
+    """``text`` without a final carriage return and the spaces and tabs before it.
+
+    Values are cut this way, not by a lazy regex before ``[ \\t]*``: that backtracks over
+    every blank of the line, quadratic on a long line of spaces.
+    """
+    return text.removesuffix("\r").rstrip(" \t")
+
+
+def _simple_line(line: str) -> tuple[str, str, str | None] | None:
+    """``(indent, key, value)`` of a ``key: value`` line of the fast path, or None.
+
+    The value is None for ``key:`` alone; a value follows the colon after spaces.
+    """
+    match = _SIMPLE_KEY.match(line)
+    if match is None:
+        return None
+    rest = line[match.end() :]
+    if rest.startswith(" "):
+        return match[1], match[2], _value_text(rest.lstrip(" "))
+    return None if _value_text(rest) else (match[1], match[2], None)
 
 
 def _load_simple(header: str) -> dict[str, Any] | None:
@@ -278,10 +301,10 @@ def _load_simple(header: str) -> dict[str, Any] | None:
     for line in header.split("\n"):
         if not line.strip(" \r"):
             continue
-        match = _SIMPLE_LINE.fullmatch(line)
-        if match is None:
+        parts = _simple_line(line)
+        if parts is None:
             return None
-        indent, key, value = match.groups()
+        indent, key, value = parts
         if value is not None and not _plain_ok(value, loader=_Loader):
             return None
         if not _plain_ok(key, loader=_Loader):
@@ -306,11 +329,31 @@ def _load_simple(header: str) -> dict[str, Any] | None:
 
 
 _TAB_INDENT = re.compile(r"^[ \t]*\t[ \t]*", re.MULTILINE)
-_KEY_LINE = re.compile(
+# A key (quoted, or plain up to the first colon) and its colon; the value is cut in
+# Python (``_value_text``). Each part is greedy, so no blank is read more than a few times.
+_KEY_HEAD = re.compile(
     r"(?P<indent>[ \t]*)"
-    r"(?P<key>\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[^\s#'\"\[\]{}&*!|>%@`,?:-][^:]*?|-[^\s:][^:]*?)"
-    r"[ \t]*:(?P<sep>[ \t]+|(?=\r?$))(?P<value>.*?)(?P<trail>[ \t]*)(?P<cr>\r?)"
+    r"(?P<key>\"(?:[^\"\\]|\\.)*\"[ \t]*|'(?:[^']|'')*'[ \t]*"
+    r"|[^\s#'\"\[\]{}&*!|>%@`,?:-][^:]*|-[^\s:][^:]*)"
+    r":(?:[ \t]+|(?=\r?$))"
 )
+
+
+class _KeyLine(NamedTuple):
+    indent: str
+    key: str
+    value: str  # without the blanks and carriage return that end the line
+    cr: str
+
+
+def _key_line(line: str) -> _KeyLine | None:
+    """A ``key: value`` line of YAML (plain or quoted key, any value on the line), or None."""
+    match = _KEY_HEAD.match(line)
+    if match is None:
+        return None
+    rest = line[match.end() :]
+    return _KeyLine(match["indent"], match["key"].rstrip(" \t"), _value_text(rest),
+                    "\r" if rest.endswith("\r") else "")
 _BLOCK_SCALAR = re.compile(r"[|>][1-9+-]{0,2}(?:\s+#.*)?")
 _QUOTED = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'")
 
@@ -350,18 +393,18 @@ def _quote_values(header: str, everything: bool) -> str:
                 out.append(line)
                 continue
             block_indent = None
-        match = _KEY_LINE.fullmatch(line)
-        if match is not None and _BLOCK_SCALAR.fullmatch(match["value"]):
-            block_indent = len(match["indent"])
+        match = _key_line(line)
+        if match is not None and _BLOCK_SCALAR.fullmatch(match.value):
+            block_indent = len(match.indent)
         elif match is not None:
-            value = match["value"]
+            value = match.value
             wanted = (
                 bool(value) and not _BLOCK_SCALAR.fullmatch(value) and not _QUOTED.fullmatch(value)
                 if everything
                 else _awkward(value)
             )
             if wanted:
-                line = f"{match['indent']}{match['key']}: {_double_quote(value)}{match['cr']}"
+                line = f"{match.indent}{match.key}: {_double_quote(value)}{match.cr}"
         out.append(line)
     return "\n".join(out)
 
@@ -660,12 +703,10 @@ def _entries(lines: list[str], start: int, stop: int, indent: int) -> list[_Entr
             current = None
         if not stripped or stripped.startswith("#") or _indent_of(line) != indent:
             continue
-        match = _KEY_LINE.fullmatch(line)
+        match = _key_line(line)
         if match is None:
             continue
-        current = _Entry(
-            _unquote_key(match["key"]), index, index + 1, match["indent"], match["value"]
-        )
+        current = _Entry(_unquote_key(match.key), index, index + 1, match.indent, match.value)
     if current is not None:
         entries.append(current)
     for entry in entries:  # blank lines after a value separate entries; they are not its value

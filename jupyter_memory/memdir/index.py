@@ -34,15 +34,17 @@ ENTRY_MAX_CHARS = 150
 _ELLIPSIS = "…"
 
 # `- [Title](file.md) — hook`; also `*`/`+` bullets, `-`/`–`/`:` separators, no hook,
-# and the `<file with spaces.md>` link form.
+# and the `<file with spaces.md>` link form. The hook is the rest of the line, stripped by
+# the caller: a lazy hook before trailing blanks would backtrack over every blank of a long
+# line (quadratic), and so would a lazy heading text, which is cut in Python for that reason.
 _ENTRY_RE = re.compile(
     r"""^\s{0,3}[-*+]\s+
     \[(?P<title>(?:\\.|[^\]\\])*)\]
     \((?:<(?P<angle>[^>\n]+)>|(?P<plain>[^)\s]+))\)
-    \s*(?:[—–]\s*|(?:-{1,2}|:)(?:\s+|$))?(?P<hook>.*?)\s*$""",
+    \s*(?:[—–]\s*|(?:-{1,2}|:)(?:\s+|$))?(?P<hook>.*)""",
     re.VERBOSE,
 )
-_HEADING_RE = re.compile(r"^\s{0,3}(?P<hashes>#{1,6})\s+(?P<text>.*?)\s*#*\s*$")
+_HEADING_START = re.compile(r"\s{0,3}(?P<hashes>#{1,6})\s+")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -154,12 +156,12 @@ def parse_index(text: str) -> Index:
     for number, raw in enumerate(raw_lines, start=1):
         line = raw.rstrip("\r")
         if not flags[number - 1]:
-            heading = _HEADING_RE.match(line)
+            heading = _HEADING_START.match(line)
             if heading:
                 if len(heading.group("hashes")) == 1:
                     group = None
-                else:
-                    group = heading.group("text")
+                else:  # the title without a closing run of # and the blanks around it
+                    group = line[heading.end() :].rstrip().rstrip("#").rstrip()
                     groups.append(group)
                 free.append((number, raw))
                 continue

@@ -68,10 +68,14 @@ def _range(mention: DateMention, today: dt.date) -> DateRange:
 @functools.lru_cache(maxsize=2048)
 def _parse(text: str, today: dt.date) -> tuple[tuple[DateRange, ...], str]:
     mentions = find_dates(text, today)
-    rest = text
-    for mention in sorted(mentions, key=lambda d: d.start, reverse=True):
-        rest = rest[:mention.start] + " " + rest[mention.end:]
-    return tuple(_range(m, today) for m in mentions), rest
+    pieces: list[str] = []
+    done = 0
+    for mention in mentions:  # in order of start; each becomes one space
+        if mention.start >= done:
+            pieces += [text[done:mention.start], " "]
+        done = max(done, mention.end)
+    pieces.append(text[done:])
+    return tuple(_range(m, today) for m in mentions), "".join(pieces)
 
 
 def parse(text: str, now: dt.datetime | None = None) -> tuple[tuple[DateRange, ...], str]:

@@ -146,23 +146,30 @@ def _find_last_boundary(handle: BinaryIO, size: int, stats: ReadStats) -> int | 
 
     Blocks are read from the end towards the start; each hit of the pattern is
     confirmed by parsing its line (the words may also appear in data, e.g. a tool input).
+    A line is parsed once: hits further back in a line already found not to be a boundary
+    are skipped, so a long line that names the boundary again and again (a tool result
+    quoting a log) costs one parse, not one per hit.
     """
     keep = len(_BOUNDARY_BYTES) - 1  # overlap so a hit across two blocks is still found
     high = size
     carry = b""
+    checked = size  # the lines from this offset on are not boundaries
     while high > 0:
         low = max(0, high - SCAN_BLOCK_BYTES)
         handle.seek(low)
         block = handle.read(high - low)
         stats.bytes_scanned_backwards += len(block)
         data = block + carry
-        hit = data.rfind(_BOUNDARY_BYTES, 0, len(block) + keep)
+        end = min(len(block), checked - low) + keep  # hits that start before `checked`
+        hit = data.rfind(_BOUNDARY_BYTES, 0, end) if end > keep else -1
         while hit != -1:
             line_start = _line_start(handle, data, low, hit)
             handle.seek(line_start)
             if _is_boundary_line(handle.readline()):
                 return line_start
-            hit = data.rfind(_BOUNDARY_BYTES, 0, hit + keep)
+            checked = line_start
+            end = checked - low + keep
+            hit = data.rfind(_BOUNDARY_BYTES, 0, end) if end > keep else -1
         carry = data[:keep]
         high = low
     return None

@@ -333,31 +333,35 @@ def _assemble(
             items.append(("user", extra, _meta_for(extra_entries)))
     skipped["off_branch"] += sum(1 for e in messages if id(e) not in used and id(e) not in on_chain)
 
-    msgs: list[dict[str, Any]] = []
-    metas: list[MessageMeta] = []
-    for role, blocks, meta in items:
-        _push(msgs, metas, role, blocks, meta)
+    msgs, metas = _merged(items)
     return msgs, metas, summary
 
 
-def _push(
-    msgs: list[dict[str, Any]],
-    metas: list[MessageMeta],
-    role: str,
-    blocks: list[dict[str, Any]],
-    meta: MessageMeta,
-) -> None:
-    """Append a message, merging it into the previous one when the role repeats."""
-    if msgs and msgs[-1]["role"] == role:
-        msgs[-1]["content"] = _ordered(role, msgs[-1]["content"] + blocks)
-        previous = metas[-1]
-        previous.uuids.extend(meta.uuids)
-        previous.usage = meta.usage if meta.usage is not None else previous.usage
-        previous.is_compact_summary = previous.is_compact_summary or meta.is_compact_summary
-        previous.synthetic = previous.synthetic and meta.synthetic
-        return
-    msgs.append({"role": role, "content": _ordered(role, list(blocks))})
-    metas.append(meta)
+def _merged(
+    items: Iterable[tuple[str, list[dict[str, Any]], MessageMeta]],
+) -> tuple[list[dict[str, Any]], list[MessageMeta]]:
+    """Messages from ``(role, blocks, meta)`` items, merging items of one role in a row.
+
+    A merged message's blocks are gathered first and put in order once: ordering the
+    growing message again at each item copied it each time, quadratic in a log of many
+    user entries in a row.
+    """
+    msgs: list[dict[str, Any]] = []
+    metas: list[MessageMeta] = []
+    for role, blocks, meta in items:
+        if msgs and msgs[-1]["role"] == role:
+            msgs[-1]["content"].extend(blocks)
+            previous = metas[-1]
+            previous.uuids.extend(meta.uuids)
+            previous.usage = meta.usage if meta.usage is not None else previous.usage
+            previous.is_compact_summary = previous.is_compact_summary or meta.is_compact_summary
+            previous.synthetic = previous.synthetic and meta.synthetic
+            continue
+        msgs.append({"role": role, "content": list(blocks)})
+        metas.append(meta)
+    for message in msgs:
+        message["content"] = _ordered(message["role"], message["content"])
+    return msgs, metas
 
 
 def _ordered(role: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -426,11 +430,7 @@ def _tidy(msgs: list[dict[str, Any]], metas: list[MessageMeta], counts: Counter[
                 changed = True
                 continue
             survivors.append((message, meta))
-        msgs.clear()
-        kept_metas: list[MessageMeta] = []
-        for message, meta in survivors:
-            _push(msgs, kept_metas, message["role"], message["content"], meta)
-        metas[:] = kept_metas
+        msgs[:], metas[:] = _merged((m["role"], m["content"], meta) for m, meta in survivors)
         if not changed:
             break
     return trailing

@@ -8,7 +8,6 @@ return, saying so, so one call never floods the context.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 from jupyter_memory.agent.tools._fs import SKIP_DIRS, looks_binary, resolve
 from jupyter_memory.agent.tools.base import Tool, ToolContext, ToolResult
 from jupyter_memory.memdir.fsutil import is_temp_file
-from jupyter_memory.memdir.globs import glob_to_regex
+from jupyter_memory.memdir.globs import Glob
 
 __all__ = [
     "GLOB_LIMIT",
@@ -25,6 +24,7 @@ __all__ = [
     "MAX_GREP_FILE_BYTES",
     "MAX_OUTPUT_CHARS",
     "MAX_WALK_FILES",
+    "GlobOptions",
     "compile_glob",
     "compile_pattern",
     "glob_tool",
@@ -83,14 +83,24 @@ def _expand_braces(pattern: str) -> list[str]:
     return [pattern]
 
 
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """Compile a glob over posix relative paths.
+class GlobOptions:
+    """The globs a pattern's braces expand to; a path matches if any of them does."""
+
+    def __init__(self, options: list[str]) -> None:
+        self.globs = [Glob(option) for option in options]
+
+    def match(self, path: str) -> bool:
+        return any(glob.match(path) for glob in self.globs)
+
+
+def compile_glob(pattern: str) -> GlobOptions:
+    """Compile a glob over posix relative paths (its ``match(path)`` says if a path matches).
 
     ``*`` and ``?`` stay inside one folder, ``**/`` spans any number of folders
     (including none), ``[abc]`` and ``{a,b}`` work as in the shell. Dot files match.
+    Time is linear in the path whatever the pattern (:class:`~jupyter_memory.memdir.globs.Glob`).
     """
-    options = _expand_braces(pattern.strip().removeprefix("./"))
-    return re.compile("|".join(f"(?:{glob_to_regex(p)})" for p in options) + r"\Z", re.DOTALL)
+    return GlobOptions(_expand_braces(pattern.strip().removeprefix("./")))
 
 
 def _split_absolute(pattern: str) -> tuple[str | None, str]:

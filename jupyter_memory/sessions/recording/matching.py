@@ -21,9 +21,20 @@ MATCH_ENV = "JUPYTER_MEMORY_REPLAY_MATCH"
 MATCH_MODES = ("conversation", "strict")
 
 _REMINDER_START = "<system-reminder>"
+_REMINDER_END = "</system-reminder>"
 #: A reminder inside a longer text (session notes and compaction transcribe the
 #: conversation into one string, reminders included).
 _REMINDER_SPAN = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+def _closable(text: str) -> tuple[str, str]:
+    """``text`` cut after its last ``</system-reminder>``: every reminder span lies in the
+    first part. Searching only there keeps an opening tag that never closes from being
+    followed to the end of the text, once per such tag (quadratic in a transcript quoting
+    many of them)."""
+    end = text.rfind(_REMINDER_END)
+    cut = end + len(_REMINDER_END) if end >= 0 else 0
+    return text[:cut], text[cut:]
 
 
 def _is_reminder(block: Any) -> bool:
@@ -76,7 +87,8 @@ def conversation_view(request: Mapping[str, Any]) -> list[dict[str, Any]]:
                 if not _is_reminder(block):
                     text = block.get("text")
                     if isinstance(text, str):
-                        text = _REMINDER_SPAN.sub("<system-reminder/>", text)
+                        head, tail = _closable(text)
+                        text = _REMINDER_SPAN.sub("<system-reminder/>", head) + tail
                     parts.append({"text": text})
             elif kind == "tool_use":
                 parts.append({"tool_use": block.get("name"), "input": block.get("input")})
@@ -105,7 +117,7 @@ def _reminders(request: Mapping[str, Any]) -> list[tuple[int, str]]:
         for block in _blocks(message):
             if isinstance(block, Mapping) and block.get("type") == "text":
                 text = str(block.get("text"))
-                spans = _REMINDER_SPAN.findall(text)
+                spans = _REMINDER_SPAN.findall(_closable(text)[0])
                 out += [(index, span) for span in spans] or (
                     [(index, text)] if _is_reminder(block) else [])
     return out
