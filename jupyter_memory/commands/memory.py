@@ -30,7 +30,7 @@ from jupyter_memory.commands.base import (
     command,
     scope_name,
 )
-from jupyter_memory.errors import JupyterMemoryError, MemoryDisabled, MemoryNotFound
+from jupyter_memory.errors import MemoryDisabled, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.memdir.index import load_for_model, parse_index
@@ -463,7 +463,7 @@ def _mode(ctx: CommandContext) -> int:
 @command("on", "Switch memory on for this session.", fronts=(MAGIC,))
 def _on(ctx: CommandContext) -> int:
     session = ctx.session
-    session.memory_override = True
+    session.memory.enabled_override = True
     session.reset_tools()
     where = session.location.memdir
     ctx.emit({"enabled": True, "memdir": str(where)}, f"Memory on for this session: {where}")
@@ -474,21 +474,16 @@ def _on(ctx: CommandContext) -> int:
          fronts=(MAGIC,))
 def _off(ctx: CommandContext) -> int:
     session = ctx.session
-    session.memory_override = False
+    session.memory.enabled_override = False
     session.reset_tools()
     ctx.emit({"enabled": False},
              "Memory off for this session: no index, no recall, no memory writes.")
     return EXIT_OK
 
 
-def _hook(ctx: CommandContext, *, create: bool = False) -> ExtractionHook | None:
-    from jupyter_memory.agent.extraction import hook_for, install
-
-    session = ctx.session
-    hook = hook_for(session)
-    if hook is None and create:
-        hook = install(session)
-    return hook
+def _hook(ctx: CommandContext) -> ExtractionHook:
+    extraction: ExtractionHook = ctx.session.extraction
+    return extraction
 
 
 @command("undo", "Take back what an extraction run saved (default: the latest that saved).",
@@ -496,9 +491,6 @@ def _hook(ctx: CommandContext, *, create: bool = False) -> ExtractionHook | None
          fronts=(MAGIC,))
 def _undo(ctx: CommandContext) -> int:
     hook = _hook(ctx)
-    if hook is None:
-        raise JupyterMemoryError("the extraction agent is not running in this session, "
-                                 "so there is nothing to undo.")
     run_id = None
     if ctx.args.run is not None:
         try:
@@ -528,8 +520,7 @@ def _extraction(ctx: CommandContext) -> int:
     if action in ("status", "on", "off", "reset") and value is not None:
         raise CommandUsageError(f"`extraction {action}` takes no value.")
     if action == "on":
-        hook = _hook(ctx, create=True)
-        assert hook is not None
+        hook = _hook(ctx)
         hook.enabled_override = True
         hook.reset()
         ctx.emit({"enabled": True, "every": hook.every},
@@ -537,9 +528,6 @@ def _extraction(ctx: CommandContext) -> int:
                  f"(every {hook.every} such turn(s)).")
         return EXIT_OK
     hook = _hook(ctx)
-    if hook is None:
-        raise JupyterMemoryError("the extraction agent is not registered in this session; "
-                                 f"turn it on with {ctx.cmd('extraction on')}.")
     if action == "off":
         hook.enabled_override = False
         ctx.emit({"enabled": False}, "Extraction off for this session.")

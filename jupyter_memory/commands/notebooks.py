@@ -41,8 +41,7 @@ def _context(ctx: CommandContext) -> int:
     if ctx.args.agent:
         from jupyter_memory.agent.definitions import load_agent
 
-        session = load_agent(session.project_root, ctx.args.agent, env=ctx.env).session(
-            ctx.folder, config=config, env=ctx.env)
+        session = session.child(load_agent(session.project_root, ctx.args.agent, env=ctx.env))
     assembled = session.assemble()
     if ctx.args.raw:
         ctx.out(json.dumps(assembled.body, ensure_ascii=False, indent=2))

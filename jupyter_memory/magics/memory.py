@@ -40,7 +40,7 @@ from jupyter_memory.commands import (
     printable,
     reference,
 )
-from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.errors import InternalError, JupyterMemoryError, internal_error
 from jupyter_memory.memdir.record import MEMORY_TYPES
 from jupyter_memory.memdir.scopes import DEFAULT_AGENT, WRITE_SCOPES
 
@@ -106,9 +106,10 @@ class MagicCommandContext(CommandContext):
 
     def memory_state(self) -> tuple[bool, str]:
         session = self.session
-        if session.memory_override is not None:
-            state = "on" if session.memory_override else "off"
-            return session.memory_enabled, f"switched {state} for this session ({self.cmd(state)})"
+        override = session.memory.enabled_override
+        if override is not None:
+            state = "on" if override else "off"
+            return session.memory.enabled, f"switched {state} for this session ({self.cmd(state)})"
         return super().memory_state()
 
     def project_store(self) -> Any:
@@ -174,9 +175,10 @@ class MemoryMagics(Magics):
             args._command.run(ctx)
         except (JupyterMemoryError, OSError) as exc:
             report = failure(exc, prog)
-            if report is None:
-                raise
+            assert report is not None  # failure() reports every one of these
             raise UsageError(printable(report.line)) from None
+        except Exception as exc:  # a bug of ours: one line that says so; the traceback is logged
+            raise internal_error(exc, f"in {prog}") from exc
 
     def _session(self) -> Any:
         return self.agent.session()
@@ -213,7 +215,7 @@ class MemoryMagics(Magics):
             **How to apply:** divide by 100 before showing money to people.
         """
         from jupyter_memory.agent.client import NoModelConfigured
-        from jupyter_memory.agent.extraction import describe_error
+        from jupyter_memory.agent.failures import is_model_failure, model_failure
         from jupyter_memory.agent.remember import (
             remember_direct,
             remember_offline,
@@ -254,11 +256,15 @@ class MemoryMagics(Magics):
                                                      today=today, **fields)
                     except JupyterMemoryError:
                         raise
-                    except Exception as exc:  # the model call failed: nothing was saved
-                        raise UsageError(
-                            f"%%remember: {describe_error(exc)} Nothing was saved; run the "
+                    except Exception as exc:
+                        if not is_model_failure(exc):  # a bug of ours: say so, log it
+                            raise internal_error(exc, "in the %%remember cell") from exc
+                        raise UsageError(  # the model call failed: nothing was saved
+                            f"%%remember: {model_failure(exc)} Nothing was saved; run the "
                             "cell again, or add --offline to save it without a model."
                         ) from None
+        except InternalError:
+            raise
         except JupyterMemoryError as exc:
             raise UsageError(f"%%remember: {exc}") from None
         if result.saved and args.scope in ("memdir", "private", "team"):
