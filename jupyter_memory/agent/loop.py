@@ -16,6 +16,7 @@ of each model call, and after the turn's ``after_turn`` hooks.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
     from jupyter_memory.agent.tools.base import ToolContext
     from jupyter_memory.recall.prefetch import Prefetch
+
+log = logging.getLogger(__name__)
 
 TURN_MIME = "application/vnd.jupyter-memory.turn+json"
 #: Longest wait for prefetched memories before the first call (``wait_for_prefetch``).
@@ -224,6 +227,8 @@ def run_turn(
                         usage=turn.usage, failure=failure)
     _hooks(session, "after_turn", turn, result)
     runner.settle()  # synchronous: extraction and session notes, when the turn has ended
+    log.debug("turn %d of session %s: %s after %d model call(s)", conversation.turn_count,
+              session.session_id, status, len(turn.requests))
     return result
 
 

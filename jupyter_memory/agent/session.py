@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import logging
 import os
 import platform
 import uuid
@@ -75,6 +76,8 @@ if TYPE_CHECKING:
     from jupyter_memory.recall.prefetch import Prefetch
     from jupyter_memory.recall.session_view import RecallSession
     from jupyter_memory.transcript.mirror import LoggedSession, SessionLog
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "PERMISSION_MODES",
@@ -265,6 +268,8 @@ class Session:
         self.shared.runner.endpoint_synchronous = endpoint.synchronous
         if close_old and not endpoint.owns(old):
             old.close()
+        log.info("session %s: model calls now go to the %s endpoint (was %s)",
+                 self.session_id, endpoint.kind, old.kind)
         return old
 
     def client(self) -> ModelClient:
@@ -277,10 +282,8 @@ class Session:
                                            timeout=self.config.timeout)
 
     def close(self) -> None:
-        """Close the endpoint's client and connections (kernel shutdown).
-
-        The session stays usable: a later call builds a new client.
-        """
+        """Close the endpoint in use (kernel shutdown): its client's connections and what
+        it owns (a local server). A live endpoint builds a new client on the next call."""
         self.shared.endpoint.close()
 
     # ------------------------------------------------------------------ conversation

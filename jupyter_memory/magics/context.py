@@ -79,7 +79,7 @@ class ContextMagics(Magics):
         if not (args.json or args.text or args.brief):
             from jupyter_memory.widgets import show_context
 
-            record = getattr(session, "last_record", None) or {}
+            record = session.last_record or {}
             decisions = (record.get("recall") or {}).get("decisions") or None
             show_context(session, counted_tokens=counted, decisions=decisions)
             return None

@@ -176,7 +176,7 @@ class Prefetch:
         self.prompt = prompt
         self.selector = selector
         self.selector_note = note
-        self.model: str | None = getattr(session.config, "small_model", None) or None
+        self.model: str | None = session.config.small_model or None
         self.status = "skipped" if skip else "running"
         self.reason = skip
         self.request: dict[str, Any] | None = None
@@ -515,12 +515,12 @@ class Prefetch:
 
 
 def _selector_kind(session: RecallSession, client: ModelClient | None) -> tuple[str, str | None]:
-    wanted = getattr(session.config, "recall_selector", "model")
+    wanted = session.config.recall_selector
     if wanted == "offline":
         return "offline", None
     if client is None:
         return "offline", "used because no model client was given"
-    if not getattr(session.config, "small_model", ""):
+    if not session.config.small_model:
         return "offline", "used because no small model is configured"
     return "model", None
 
@@ -537,7 +537,7 @@ def start_prefetch(session: RecallSession, prompt: str,
     memory_on = session.memdir is not None
     spent = budget_used(session.messages)
     skip = skip_reason(prompt, mode=session.recall_mode, memory_on=memory_on, spent=spent,
-                       cjk_trigger=bool(getattr(session.config, "cjk_trigger", False)))
+                       cjk_trigger=session.config.cjk_trigger)
     kind, note = _selector_kind(session, client)
     prefetch = Prefetch(session, prompt, client, selector=kind, skip=skip, note=note)
     if skip is None:

@@ -11,6 +11,7 @@ instruction file is re-read from disk. The previous conversation stays available
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,8 @@ from jupyter_memory.memdir.clock import now_iso
 if TYPE_CHECKING:
     from jupyter_memory.agent.compaction.host import CompactingSession
     from jupyter_memory.context.sdk import ModelClient
+
+log = logging.getLogger(__name__)
 
 #: ``_meta.kind`` of the summary message; its ``compact_boundary`` key is the boundary.
 SUMMARY_KIND = "compact_summary"
@@ -208,8 +211,8 @@ def compact(
         method, kept = "model", []
         outcome = _summarise(session, history, steer, client)
 
-    log = session.log
-    transcript = str(log.path) if log is not None else None
+    session_log = session.log
+    transcript = str(session_log.path) if session_log is not None else None
     text = summary_message_text(
         outcome.text, method=method, transcript=transcript, kept_messages=len(kept)
     )
@@ -265,6 +268,7 @@ def compact(
         usage=outcome.usage if outcome.attempts else None, requests=outcome.requests,
         messages_before=len(messages), messages_after=len(new), created=boundary["at"],
     )
+    log.info("%s compaction (%s): %d -> %d tokens", trigger, method, pre_tokens, post_tokens)
     state = session.compaction
     state.push(UndoEntry("compact", messages, list(new),
                          f"{trigger} compaction at {result.created}", result))
@@ -283,13 +287,13 @@ def _log(
     (kept messages again), and a resume finds what the model saw after the compaction.
     A log that cannot be written is reported, not fatal: the compaction stands.
     """
-    log = session.log
-    if log is None:
+    session_log = session.log
+    if session_log is None:
         return []
     try:
-        log.log_boundary("auto" if trigger == "auto" else "manual", pre_tokens, text)
+        session_log.log_boundary("auto" if trigger == "auto" else "manual", pre_tokens, text)
         if kept:
-            writer = log.writer()
+            writer = session_log.writer()
             for message in kept:
                 body = {k: v for k, v in message.items() if k != META_KEY}
                 writer.append_message(message["role"], body, is_meta=bool(message.get(META_KEY)))

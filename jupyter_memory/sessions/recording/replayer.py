@@ -9,6 +9,7 @@ prompt or a changed memory fails loudly instead of silently drifting.
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from jupyter_memory.transcript.mirror import SessionLog
 
 __all__ = ["Replayer"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -210,6 +213,7 @@ class Replayer(ModelEndpoint, TurnHook):
                 return turn
         with self._lock:
             self.mismatches.append(problem)
+        log.info("replay refused a request: %s", problem.splitlines()[0])
         return _fault_turn(Fault, problem)
 
     def _warn(self, exchange: Mapping[str, Any], normalised: Mapping[str, Any]) -> None:
