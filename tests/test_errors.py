@@ -69,7 +69,7 @@ def test_a_bug_in_a_turn_is_an_internal_error_with_its_traceback_logged(
 
 def test_a_bug_fails_the_agent_cell_saying_so(make_ip, tmp_path: Path, fake_api, broken_loop,
                                               caplog: pytest.LogCaptureFixture) -> None:
-    ip: InteractiveShell = make_ip(config=["Agent.extraction = False"])
+    ip: InteractiveShell = make_ip()  # conftest switches extraction off
     fake_api.script([Turn(text="An answer the loop cannot read.")])
     with capture_output() as cap:
         result = ip.run_cell("%%agent\nHello?", store_history=True)

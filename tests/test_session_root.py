@@ -178,8 +178,7 @@ def test_agent_cells_run_in_a_child_of_the_kernel_session(make_ip, tmp_path: Pat
 
     project = tmp_path / "proj"
     _define_reviewer(project)
-    ip: InteractiveShell = make_ip(project, config=["Agent.extraction = False",
-                                                    "Agent.session_memory = False"])
+    ip: InteractiveShell = make_ip(project)  # conftest switches extraction and notes off
     fake_api.script([
         Turn(text="Let me look.", tool_calls=[ToolCall("Grep", {"pattern": "join",
                                                                  "path": str(project)})]),

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.background import BackgroundRunner
+from jupyter_memory.agent.compaction.bookkeeping import CompactionState
 from jupyter_memory.agent.config import (
     PERMISSION_MODES,
     RECALL_MODES,
@@ -61,7 +62,6 @@ from jupyter_memory.context.request_parts import PartStore
 from jupyter_memory.context.sdk import ModelClient
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.compaction.bookkeeping import CompactionState
     from jupyter_memory.agent.compaction.hook import CompactionHook
     from jupyter_memory.agent.cost import CostInRecord
     from jupyter_memory.agent.definitions import AgentDefinition
@@ -102,10 +102,9 @@ class SharedServices:
     cost_ledger: CostLedger
 
     @classmethod
-    def live(cls, env: Mapping[str, str] | None = None, *,
-             synchronous: bool = False) -> SharedServices:
+    def live(cls, env: Mapping[str, str] | None = None) -> SharedServices:
         """The endpoint the environment names, a fresh runner and an empty ledger."""
-        return cls(LiveEndpoint(env), BackgroundRunner(synchronous=synchronous), CostLedger())
+        return cls(LiveEndpoint(env), BackgroundRunner(), CostLedger())
 
 
 class Session:
@@ -184,8 +183,6 @@ class Session:
         agent: AgentDefinition | None = None,
         parent: Session | None = None,
     ) -> None:
-        from jupyter_memory.agent.compaction.bookkeeping import CompactionState
-
         self.cwd = Path(cwd).expanduser().resolve()
         self.env = env
         self.config = config if config is not None else AgentConfig.from_env(env)
@@ -264,6 +261,7 @@ class Session:
         old = self.shared.endpoint
         if endpoint is old:
             return old
+        self.shared.runner.settle()  # work queued for the old endpoint finishes through it
         self.shared.endpoint = endpoint
         self.shared.runner.endpoint_synchronous = endpoint.synchronous
         if close_old and not endpoint.owns(old):
