@@ -10,7 +10,7 @@ import pytest
 
 from jupyter_memory.agent.definitions import find_agents, load_agent, parse_agent
 from jupyter_memory.agent.loop import run_turn
-from jupyter_memory.agent.session import AgentConfig
+from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.cli import app as cli
 from jupyter_memory.errors import ConfigError
 from jupyter_memory.localapi import ToolCall, Turn
@@ -88,8 +88,8 @@ def test_context_agent_raw_shows_prompt_and_memory_index(project: Path) -> None:
 
 def test_agent_keeps_its_own_memory(project: Path, fake_api) -> None:
     agent = load_agent(project, "data-reviewer")
-    session = agent.session(project, config=AgentConfig.from_env(max_retries=0,
-                                                                 log_transcript=False))
+    main = Session(project, config=AgentConfig.from_env(max_retries=0, log_transcript=False))
+    session = main.child(agent)
     memdir = agent.memory_dir(project)
     assert session.memdir == memdir and session.team_dir is None
     note = ("---\nname: left-joins\ndescription: left joins on customer id drop refunds\n"
@@ -103,14 +103,14 @@ def test_agent_keeps_its_own_memory(project: Path, fake_api) -> None:
     assert result.ok
     assert "(feedback_joins.md)" in (memdir / "MEMORY.md").read_text()
     # the next session of this agent starts with that index in its system prompt
-    again = agent.session(project, config=AgentConfig.from_env(log_transcript=False))
+    again = Session(project, config=AgentConfig.from_env(log_transcript=False)).child(agent)
     system = "\n".join(b["text"] for b in again.assemble().body["system"])
     assert "left joins on customer id drop refunds" in system
 
 
 def test_auto_memory_off_means_no_agent_memory(project: Path, monkeypatch) -> None:
     monkeypatch.setenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
-    session = load_agent(project, "data-reviewer").session(
-        project, config=AgentConfig.from_env(log_transcript=False))
+    main = Session(project, config=AgentConfig.from_env(log_transcript=False))
+    session = main.child(load_agent(project, "data-reviewer"))
     assert session.memdir is None and session.store is None
     assert [t["name"] for t in session.assemble().body.get("tools", [])] == ["Read", "Grep", "Glob"]

@@ -1,10 +1,10 @@
 """The house rules, checked: no import cycles anywhere in the package, and few root modules.
 
 `make test` also runs `lint-imports` (the layer contracts in pyproject.toml). grimp reads every
-import statement, including those inside functions, so a cycle cannot hide in a late import.
-Imports under ``if TYPE_CHECKING:`` never run, so the cycle check leaves them out: a module of
-the agent layer or above may name ``Session`` in its annotations without making a cycle. The
-layer rule still counts them (lint-imports, and the check below): a module below the agent
+import statement, including those inside functions and those under ``if TYPE_CHECKING:``, so
+a cycle cannot hide in a late import or in an annotation: a module the session imports (its
+services) names the session by a protocol (``agent/host.py``), never by importing it. The
+layer rule counts them too (lint-imports, and the check below): a module below the agent
 never names its classes, not even for the type checker (docs/architecture.md).
 """
 
@@ -71,11 +71,21 @@ def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 
 def test_no_import_cycles() -> None:
-    graph = grimp.build_graph("jupyter_memory", exclude_type_checking_imports=True)
+    graph = grimp.build_graph("jupyter_memory")  # type-checking imports included
     cycles = _cycles(graph)
-    assert cycles == [], "import cycles (imports inside functions count):\n" + "\n".join(
-        " <-> ".join(c) for c in cycles
-    )
+    assert cycles == [], (
+        "import cycles (imports inside functions and type-only imports count):\n"
+        + "\n".join(" <-> ".join(c) for c in cycles))
+
+
+def test_the_cycle_check_sees_type_only_imports() -> None:
+    """The check above is only as good as its graph: an import under ``TYPE_CHECKING`` (the
+    session's services name the session's protocol that way) is an edge of it."""
+    edge = ("jupyter_memory.agent.extraction", "jupyter_memory.agent.host")  # type-only
+    without = grimp.build_graph("jupyter_memory", exclude_type_checking_imports=True)
+    assert edge[1] not in without.find_modules_directly_imported_by(edge[0])
+    graph = grimp.build_graph("jupyter_memory")
+    assert edge[1] in graph.find_modules_directly_imported_by(edge[0])
 
 
 BELOW_THE_AGENT = ("memdir", "transcript", "context", "recall")

@@ -12,7 +12,7 @@ from jupyter_memory.agent.client import NoModelConfigured, SharedClient
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.localapi import FakeAnthropic, Turn
-from jupyter_memory.recall.caches import last_prefetch
+from jupyter_memory.recall import last_prefetch
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_ten_turns_construct_one_client_and_open_one_connection(fake_api, projec
         result = run_turn(session, f"Question {n}?")
         assert result.ok, result.error
     assert len(constructed) == 1
-    assert session._client.built == 1
+    assert session.endpoint.shared.built == 1
     assert len(fake_api.requests) == 10
     assert fake_api.connections_opened == 1
 
@@ -77,22 +77,27 @@ def test_prefetch_and_turn_share_the_client(fake_api, project, constructed):
 def test_client_is_rebuilt_only_when_its_settings_change(fake_api, project, monkeypatch):
     session = quiet_session(project)
     first = session.client()
-    assert session.client() is first and session.make_client() is first
+    assert session.client() is first
     monkeypatch.setenv("ANTHROPIC_API_KEY", "another-key")
     second = session.client()
     assert second is not first and session.client() is second
     session.config = AgentConfig.from_env(max_retries=0, timeout=5.0)
     third = session.client()
     assert third is not second and third.timeout == 5.0
-    marker = object()
-    session.client_factory = lambda: marker
-    assert session.client() is marker and session.client() is marker
-    session.client_factory = None
-    assert session.client() is not third  # a fresh one: the factory came in between
-    assert session._client.built == 5
+    assert session.endpoint.shared.built == 3
     assert not first.is_closed()  # replaced clients stay open for background work ...
     session.close()
     assert first.is_closed() and third.is_closed()  # ... until the session closes
+
+
+def test_switching_the_endpoint_closes_what_the_old_one_owned(fake_api, project):
+    from jupyter_memory.agent.endpoint import LiveEndpoint
+
+    session = quiet_session(project)
+    old_endpoint = session.endpoint
+    client = session.client()
+    assert session.use_endpoint(LiveEndpoint(session.env)) is old_endpoint
+    assert client.is_closed() and session.client() is not client
 
 
 def test_close_then_use_builds_a_new_client(fake_api, project, constructed):
@@ -118,22 +123,13 @@ def test_no_model_configured_is_not_cached(project, monkeypatch):
 
 
 def test_shared_client_closes_what_it_built():
-    closed: list[str] = []
-
-    class Fake:
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-        def close(self) -> None:
-            closed.append(self.name)
-
     shared = SharedClient()
-    a, b = Fake("a"), Fake("b")
-    assert shared.get({}, factory=lambda: a) is a
-    assert shared.get({}, factory=lambda: b) is b  # another factory: rebuilt
-    assert closed == []
+    a = shared.get({"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+    assert shared.get({"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}) is a
+    b = shared.get({"ANTHROPIC_BASE_URL": "http://127.0.0.1:8"})  # another endpoint: rebuilt
+    assert b is not a and not a.is_closed()
     shared.close()
-    assert sorted(closed) == ["a", "b"] and shared.current is None
+    assert a.is_closed() and b.is_closed() and shared.current is None
 
 
 def test_fake_api_counts_connections_and_keeps_them_alive():

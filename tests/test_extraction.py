@@ -7,19 +7,17 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from sessions import make_session
 
-from jupyter_memory.agent import extraction
 from jupyter_memory.agent.extraction import (
     EXTRACTION_TOOLS,
     ExtractionHook,
     hook_for,
-    install,
 )
+from jupyter_memory.agent.hooks import TurnHook
 from jupyter_memory.agent.loop import TurnEvents, run_turn
 from jupyter_memory.agent.session import Session
 from jupyter_memory.localapi import ToolCall, Turn
@@ -100,7 +98,7 @@ def session(project: Path) -> Session:
 
 @pytest.fixture
 def hook(session: Session) -> ExtractionHook:
-    return install(session)
+    return session.extraction
 
 
 @pytest.fixture
@@ -442,25 +440,17 @@ def test_three_failures_open_the_breaker(session, hook, router, fake_api):
 def test_memory_switched_off_before_the_run_starts_saves_nothing_and_is_no_failure(
         session, hook, router, fake_api, monkeypatch):
     """The turn asks for a run while memory is on; the person switches memory off before the
-    background thread gets going. The run finds no memdir: it ends with nothing saved, and
+    background work gets going. The run finds no memdir: it ends with nothing saved, and
     is not counted as a failure towards the breaker (it used to fail on ``Path(None)``)."""
-    held: list[Any] = []
-    started: list[bool] = []
 
-    class HeldThread:
-        def __init__(self, target: Any, args: tuple[Any, ...], **_: Any) -> None:
-            held.append((target, args))
+    class SwitchOff(TurnHook):  # runs after extraction's hook asked for the run
+        def after_turn(self, turn: Any, result: Any) -> None:
+            session.memory.enabled_override = False
 
-        def start(self) -> None:  # held: the test runs the target itself, later
-            started.append(True)
-
-    monkeypatch.setattr(extraction, "threading", SimpleNamespace(Thread=HeldThread))
+    session.runner.synchronous_chosen = True  # the run waits for the end of the turn
+    session.hooks.append(SwitchOff())
     router.main.append(Turn(text="a"))
     turn(session, "one")
-    assert len(held) == 1 and started == [True]
-    session.memory_override = False
-    target, args = held[0]
-    target(*args)
     assert router.extract_bodies == []
     assert hook.failures == 0 and not hook.running
     assert [r.status for r in hook.runs] == ["nothing"]
@@ -475,7 +465,7 @@ def test_environment_switch_turns_extraction_off(session, hook, router, monkeypa
     turn(session, "hello")
     assert hook.wait(120)
     assert router.extract_bodies == []
-    assert hook_for(session) is hook and install(session) is hook
+    assert hook_for(session) is hook is session.extraction
 
 
 def test_shared_tools_read_the_main_cache(session, hook, router, fake_api):

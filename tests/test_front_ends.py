@@ -98,15 +98,13 @@ def test_a_failed_turn_stops_the_notebook_with_one_line(tmp_path: Path, fake_api
     with pytest.raises(CellExecutionError) as failed:
         execute(nb, tmp_path / "work")
     message = str(failed.value)
-    assert "UsageError" in message and "Traceback" not in message
-    assert "The model endpoint answered with an error (500)" in message
+    assert "Traceback" not in message
+    assert "ModelCallFailed: The model endpoint answered with an error (500)" in message
     assert nb.cells[3].outputs == [] and nb.cells[3].execution_count is None  # never ran
-    errors = [o for o in nb.cells[2].outputs if o["output_type"] == "error"]
-    stderr = [o for o in nb.cells[2].outputs if o.get("name") == "stderr"]
-    assert errors or stderr
-    shown = "".join(o.get("text", "") for o in stderr) + "".join(
-        "\n".join(o["traceback"]) for o in errors)
-    assert shown.count("UsageError") == 1
+    (error,) = [o for o in nb.cells[2].outputs if o["output_type"] == "error"]
+    assert (error["ename"], error["traceback"]) == ("ModelCallFailed", [  # one line
+        f"ModelCallFailed: {error['evalue']}"])
+    assert not [o for o in nb.cells[2].outputs if o.get("name") == "stderr"]
 
 
 @pytest.mark.parametrize("source, says", [
@@ -158,12 +156,13 @@ def test_papermill_stops_at_a_failed_turn_and_replays_a_recording(tmp_path: Path
         with pytest.raises(papermill.PapermillExecutionError) as failed:
             papermill.execute_notebook(str(work / "pm.ipynb"), str(work / "failed.ipynb"),
                                        kernel_name="python3", cwd=str(work), progress_bar=False)
+    reason = "ReplayMismatch: Replay: this request is not in the recording pm.recording.json"
     assert 'Exception encountered at "In [3]"' in str(failed.value)  # stopped at the turn
+    assert reason in str(failed.value)  # and says why
     stopped = nbformat.read(str(work / "failed.ipynb"), as_version=4)
     code = [c for c in stopped.cells if c.cell_type == "code"]  # papermill adds a banner
-    shown = "".join(o.get("text", "") for o in code[2].outputs)
-    assert "UsageError: Replay: this request is not in the recording pm.recording.json" in shown
-    assert "Traceback" not in shown
+    shown = "".join("\n".join(o.get("traceback", [])) for o in code[2].outputs)
+    assert reason in shown and "Traceback" not in shown
     assert code[3].get("execution_count") is None  # the cell after it never ran
 
 
@@ -217,7 +216,7 @@ def test_terminal_ipython_shows_a_failed_turn_as_one_line(tmp_path: Path, fake_a
         "print('still alive')",
     ], tmp_path / "work")
     out = done.stdout + done.stderr
-    errors = [line for line in out.splitlines() if "UsageError" in line]
+    errors = [line for line in out.splitlines() if "ModelCallFailed" in line]
     assert len(errors) == 1 and "The model endpoint answered with an error (500)" in errors[0]
     assert "(no answer)" not in out and "{'" not in out and "Traceback" not in out
     assert "still alive" in out

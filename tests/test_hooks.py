@@ -40,16 +40,21 @@ def test_dispatch_calls_hooks_in_order_and_skips_missing_methods() -> None:
         dispatch([], "after_call")
 
 
-def test_a_hook_bug_is_reported_as_the_hook_not_the_model(tmp_path: Path, fake_api, monkeypatch) -> None:
+def test_a_hook_bug_is_reported_as_the_hook_not_the_model(tmp_path: Path, fake_api, monkeypatch,
+                                                          caplog) -> None:
     monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "memory"))
     fake_api.script([Turn(text="never sent")])
     session = Session(tmp_path, config=AgentConfig(log_transcript=False))
     session.hooks.append(Broken())
     result = run_turn(session, "hello")
-    assert result.status == "error"
-    assert result.error.startswith("The Broken hook failed in before_call: 'missing'")
-    assert "model call failed" not in result.error
+    assert result.status == "error" and isinstance(result.failure, HookFailed)
+    assert result.error.startswith(
+        "jupyter-memory hit an internal error in the Broken hook (before_call): KeyError:")
+    assert "model call failed" not in result.error and "please report it" in result.error
     assert fake_api.requests == []
+    logged = [r for r in caplog.records if r.name.startswith("jupyter_memory")
+              and r.levelname == "ERROR"]
+    assert logged and logged[0].exc_info is not None  # the traceback, in the log
 
 
 def test_a_hooks_own_message_reaches_the_person_unchanged(tmp_path: Path, fake_api, monkeypatch) -> None:
@@ -78,7 +83,8 @@ def test_hooks_contribute_record_sections_before_it_is_built(tmp_path: Path, fak
             seen.append(dict(result.record))  # type: ignore[attr-defined]
 
     session = Session(tmp_path, config=AgentConfig.from_env(log_transcript=False, extraction=False))
-    session.hooks += [Section(), Watcher()]
+    session.hooks.append(Section())
+    session.hooks.append(Watcher())
     result = run_turn(session, "hello")
     assert result.ok, result.error
     assert result.record["marker"] == {"from": "Section"}

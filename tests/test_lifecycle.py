@@ -14,7 +14,7 @@ from sessions import make_session as shared_session
 
 from jupyter_memory.agent import lifecycle
 from jupyter_memory.agent.compaction import SUMMARY_REQUEST_HEAD, CompactionBlocked, compact
-from jupyter_memory.agent.lifecycle import HookResult, LifecycleHook
+from jupyter_memory.agent.lifecycle import HookResult
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import Session
 from jupyter_memory.localapi import Turn
@@ -203,7 +203,7 @@ def test_commands_are_read_once_per_session(project):
 
 def test_lifecycle_hook_runs_sessionstart_once_and_stop_after_each_turn(fake_api, project):
     session = make_session(project)
-    assert sum(isinstance(h, LifecycleHook) for h in session.hooks) == 1  # installed by default
+    assert [h for h in session.hooks if h is session.lifecycle] == [session.lifecycle]
     starts: list[str] = []
     lifecycle.register(session, "SessionStart",
                        lambda p: starts.append(p["source"]) or "The dataset is sales.parquet.")
@@ -257,16 +257,3 @@ def test_a_resumed_session_starts_with_source_resume(fake_api, project):
     lifecycle.register(fresh, "SessionStart", lambda p: starts.append(p["source"]))
     one_turn(fake_api, fresh)
     assert starts == ["resume", "startup"]
-
-
-def test_a_second_lifecycle_hook_changes_nothing(fake_api, project):
-    session = make_session(project)
-    session.hooks += [LifecycleHook(session), LifecycleHook(session)]
-    starts: list[str] = []
-    stops: list[str] = []
-    lifecycle.register(session, "SessionStart", lambda p: starts.append(p["source"]))
-    lifecycle.register(session, "Stop", lambda p: stops.append(p["status"]))
-    fake_api.script([Turn(text="one"), Turn(text="two")])
-    run_turn(session, "first")
-    run_turn(session, "second")
-    assert starts == ["startup"] and stops == ["ok", "ok"]

@@ -14,6 +14,7 @@ from IPython.utils.capture import capture_output
 from shell_helpers import MakeIp, fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME
+from jupyter_memory.errors import ModelCallFailed
 from jupyter_memory.localapi import Fault, ToolCall, Turn
 
 
@@ -135,9 +136,10 @@ def test_fault_message_in_cell_and_kernel_survives(ip, fake_api):
     run(ip, "%config Agent.max_turns = 3")
     with capture_output() as cap:
         result = ip.run_cell("%agent hi", store_history=True)
-    assert isinstance(result.error_in_exec, UsageError)  # the cell fails: Run All stops
+    assert isinstance(result.error_in_exec, ModelCallFailed)  # the cell fails: Run All stops
     assert "overloaded" in str(result.error_in_exec)
-    assert "Traceback" not in cap.stderr and "UsageError: " in cap.stderr
+    assert "Traceback" not in cap.stdout + cap.stderr
+    assert "ModelCallFailed: The model endpoint is overloaded" in cap.stdout  # one line
     rec = records(cap)[0]  # the failed turn's record stays in the cell
     assert rec["status"] == "error" and "overloaded" in rec["events"][0]["text"]
     run(ip, "still_alive = 1 + 1")  # the shell still works

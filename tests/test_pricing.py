@@ -19,7 +19,6 @@ from jupyter_memory.agent.compaction import compact
 from jupyter_memory.agent.extraction import hook_for
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import Session
-from jupyter_memory.agent.session_notes import session_notes_for
 from jupyter_memory.cli.app import main as cli
 from jupyter_memory.context.pricing import (
     CostError,
@@ -177,8 +176,7 @@ def test_summaries_and_session_notes_are_charged(fake_api, project):
     fake_api.responder = None
     fake_api.script([Turn(text="<summary>1. Primary Request: sales.</summary>", usage=SUMMARY)])
     compact(session)
-    notes = session_notes_for(session)
-    assert notes is not None
+    notes = session.notes
     reply = "<notes>\n" + "\n".join(f"# {s}\nsales.csv\n" for s in _note_sections()) + "</notes>"
     fake_api.script([Turn(text=reply, usage=NOTES)])
     notes.update(session.messages)

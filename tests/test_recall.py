@@ -288,9 +288,10 @@ def test_prefetch_without_a_client_uses_the_offline_selector(session):
     store.create("editor", "Uses JupyterLab with vim key bindings", "user", "Vim.")
     prompt = "is the revenue column stored in cents?"
     session.messages.append(user_message(prompt))
-    prefetch = recall.start_prefetch(session, prompt, None)
+    prefetch = session.start_prefetch(prompt, None)
+    assert prefetch is not None
     assert prefetch.wait(120) and prefetch.status == "done" and prefetch.selector == "offline"
-    assert recall.last_prefetch(session) is prefetch
+    assert recall.last_prefetch(session) is prefetch is session.last_prefetch
     messages = prefetch.take_messages()
     assert [m["_meta"]["file"] for m in messages] == [cents]
     assert prefetch.take_messages() == []  # only once

@@ -162,7 +162,8 @@ def test_replay_in_another_folder_gives_the_recorded_turns_offline(
         assert [r["id"] for r in mine.record["requests"]] == [r["id"] for r in theirs.record["requests"]]
         assert [r["sent"] for r in mine.record["requests"]] == [r["sent"] for r in theirs.record["requests"]]
     record.stop(session)
-    assert "today" not in vars(session) and session.client_factory is None
+    assert session.today_override is None and session.endpoint.kind == "live"
+    assert session.session_id != recorded[0].record["session_id"]  # its own id back
 
 
 def test_a_changed_prompt_is_refused_with_the_first_difference(
@@ -497,8 +498,9 @@ def test_record_then_replay_through_the_magics(ip, fake_api, monkeypatch, tmp_pa
     assert answers(run(ip, "%%agent\nWhat is in memory?")[0]) == ["First answer."]
     assert "replaying" in run(ip, "%agent status")[0].stdout
     cap, result = run(ip, "%agent And then, differently?")
-    assert isinstance(result.error_in_exec, UsageError)
+    assert isinstance(result.error_in_exec, record.ReplayMismatch)  # one line, no traceback
     assert "First difference at messages[" in str(result.error_in_exec)
+    assert "Traceback" not in cap.stdout and "ReplayMismatch: Replay: " in cap.stdout
     assert answers(cap) == []
     assert "Stopped replaying" in run(ip, "%agent replay off")[0].stdout
 
@@ -549,7 +551,7 @@ def test_a_changed_system_prompt_through_the_magics(ip, fake_api, monkeypatch) -
     assert "(strict matching)" in cap.stdout
     assert "strict matching" in run(ip, "%agent status")[0].stdout
     cap, result = run(ip, "%agent Hello there")
-    assert isinstance(result.error_in_exec, UsageError) and answers(cap) == []
+    assert isinstance(result.error_in_exec, record.ReplayMismatch) and answers(cap) == []
     message = str(result.error_in_exec)
     assert "First difference at system[0].text" in message and "Be brief" in message
 

@@ -106,7 +106,7 @@ def test_scope_store_follows_memory_switch(session):
     user = scope_store(session, "user", "reviewer")
     assert user.memdir == scope_dir("user", memdir=session.memdir,
                                     project_root=session.project_root, agent="reviewer")
-    session.memory_override = False
+    session.memory.enabled_override = False
     with pytest.raises(MemoryDisabled, match="Memory is off") as info:
         scope_store(session, "memdir")
     assert "agent-scoped" not in str(info.value)
@@ -152,7 +152,7 @@ def test_agent_updates_an_existing_memory_instead_of_duplicating(session, fake_a
         Turn(text="Updated project_revenue_in_cents.md."),
     ])
     body = "Revenue is in cents because billing exports cents; found yesterday."
-    result = remember_with_agent(session, session.make_client(), store, body, today=TODAY)
+    result = remember_with_agent(session, session.client(), store, body, today=TODAY)
     assert fake_api.failures == [] and fake_api.remaining == 0
     assert result.how == "agent"
     assert result.files == ["project_revenue_in_cents.md"] and result.created == []
@@ -180,7 +180,7 @@ def test_agent_is_confined_to_the_target_folder_and_fields_are_enforced(
         ]),
         Turn(text="Saved project_x.md"),
     ])
-    result = remember_with_agent(session, session.make_client(), store, "Body.",
+    result = remember_with_agent(session, session.client(), store, "Body.",
                                  type="feedback", name="kept-name")
     assert not outside.exists()
     assert result.files == ["project_x.md"]
@@ -195,7 +195,7 @@ def test_agent_is_confined_to_the_target_folder_and_fields_are_enforced(
 def test_agent_that_saves_nothing_raises_and_keeps_its_words(session, fake_api):
     fake_api.script([Turn(text="This is task progress, not worth remembering.")])
     with pytest.raises(MemoryNotFiled) as caught:
-        remember_with_agent(session, session.make_client(), session.store, "wip")
+        remember_with_agent(session, session.client(), session.store, "wip")
     assert str(caught.value).startswith("the memory was not saved: the model (")
     assert "task progress" not in str(caught.value)
     assert caught.value.agent_text == "This is task progress, not worth remembering."

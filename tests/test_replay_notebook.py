@@ -125,7 +125,7 @@ def test_replayed_notebook_gives_identical_outputs_and_refuses_a_changed_prompt(
     with pytest.raises(CellExecutionError) as failure:
         execute(changed, work, kernel_env)
     message = str(failure.value)
-    assert "UsageError" in message
+    assert "ReplayMismatch: Replay: this request is not in the recording" in message
     assert "First difference at messages[" in message
     assert '"How is revenue stored?' in message and '"How is profit stored?' in message
     assert "Traceback" not in message  # the message, not a dump

@@ -24,7 +24,6 @@ from jupyter_memory.context.request_parts import (
     expand_request,
     known_part,
     notebook_parts,
-    part_store,
     request_body,
     turn_record_schema,
 )
@@ -122,8 +121,8 @@ def test_version_1_entries_carry_their_body() -> None:
 
 def test_each_session_has_its_own_store_and_the_live_lookup_finds_its_parts(tmp_path) -> None:
     a, b = (Session(tmp_path, config=AgentConfig()) for _ in range(2))
-    assert part_store(a) is part_store(a) and part_store(a) is not part_store(b)
-    ref, _ = part_store(a).compact(body_of([msg("user", "only in a")]))
+    assert a.parts is a.parts and a.parts is not b.parts
+    ref, _ = a.parts.compact(body_of([msg("user", "only in a")]))
     assert known_part(ref["system"]) == body_of([])["system"]
 
 

@@ -115,7 +115,7 @@ def test_resume_from_saved_notebook_equals_the_original(recorded_session, tmp_pa
     resumed = resume_session(fresh, path)
     assert fresh.messages == json.loads(json.dumps(original.messages))
     assert same_next_request(fresh, original)
-    assert fresh.turn_count == 3 and resumed.turns == 3 and resumed.cleanups == {}
+    assert fresh.conversation.turn_count == 3 and resumed.turns == 3 and resumed.cleanups == {}
     assert resumed.session_ids == [original.session_id]
     assert resumed.describe().startswith("Resumed 3 turns from analysis.ipynb")
 

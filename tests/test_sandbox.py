@@ -57,7 +57,7 @@ def test_switching_stops_the_old_server_and_live_needs_a_model(session, monkeypa
     assert sandbox_of(session) is first  # a refused switch changes nothing
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-used")
     box = use_sandbox(session, "live")
-    assert box.mode == "live" and session.client_factory is None
+    assert box.mode == "live" and session.endpoint is box and box.server is None
     with pytest.raises(RuntimeError, match="not running"):
         first.server.base_url  # noqa: B018 - the old local server was stopped
 

@@ -503,10 +503,10 @@ def test_notebook_folder_and_server_relative(tmp_path):
     assert notebook_folder(root, "") == Path(os.path.realpath(root))
     with pytest.raises(NotebookPathError) as info:
         notebook_folder(root, "../x.ipynb")
-    assert info.value.status == 403
+    assert info.value.http_status == 403
     with pytest.raises(NotebookPathError) as info:
         notebook_folder(root, "a/\x00.ipynb")
-    assert info.value.status == 400
+    assert info.value.http_status == 400
     hidden = root / ".claude" / "memory"
     hidden.mkdir(parents=True)
     assert server_relative(hidden, root) is None

@@ -23,7 +23,6 @@ from jupyter_memory.agent.session_notes import (
     is_empty,
     keep_start,
     notes_path,
-    session_notes_for,
     should_update,
     template,
 )
@@ -43,11 +42,22 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def make_session(project: Path, enabled: bool = True) -> tuple[Session, SessionNotes]:
+class HandNotes(SessionNotes):
+    """Notes refreshed only by hand: no refresh after a turn or a tool round."""
+
+    def before_call(self, turn, round_index):  # type: ignore[no-untyped-def]
+        return None
+
+    def after_turn(self, turn, result):  # type: ignore[no-untyped-def]
+        return None
+
+
+def make_session(project: Path, enabled: bool = True, *,
+                 by_hand: bool = False) -> tuple[Session, SessionNotes]:
     session = shared_session(project, model=MODEL, small_model=SMALL)
-    memory = SessionNotes(session, enabled=enabled)
-    # Replace the default (switched off by the test environment) with this one.
-    session.hooks[:] = [memory if isinstance(h, SessionNotes) else h for h in session.hooks]
+    # The notes are a field: replace the default (switched off by the test environment).
+    memory = (HandNotes if by_hand else SessionNotes)(session, enabled=enabled)
+    session.notes = memory
     return session, memory
 
 
@@ -99,7 +109,7 @@ def test_notes_live_beside_the_session_log(project):
     assert memory.path == notes_path(session)
     assert memory.path == (session.log.path.parent / session.session_id / "session-memory"
                            / "summary.md")
-    assert session_notes_for(session) is memory
+    assert session.notes is memory
 
 
 def test_template_has_every_section_and_counts_as_empty():
@@ -216,8 +226,7 @@ def _long_session(fake_api, session: Session, rounds: int = 8, size: int = 8_000
 
 
 def test_compaction_uses_fresh_notes_without_a_model_call(fake_api, project):
-    session, memory = make_session(project)
-    session.hooks.remove(memory)  # refreshed by hand below, not after each turn
+    session, memory = make_session(project, by_hand=True)  # refreshed by hand below
     _long_session(fake_api, session)
     fake_api.push(notes_turn())
     memory.update(list(session.messages))
@@ -243,8 +252,7 @@ def test_compaction_uses_fresh_notes_without_a_model_call(fake_api, project):
 
 
 def test_stale_notes_or_instructions_fall_back_to_the_model(fake_api, project):
-    session, memory = make_session(project)
-    session.hooks.remove(memory)
+    session, memory = make_session(project, by_hand=True)
     _long_session(fake_api, session, rounds=3)
     fake_api.push(notes_turn())
     memory.update(list(session.messages[:2]))  # covers only the first round
@@ -253,8 +261,7 @@ def test_stale_notes_or_instructions_fall_back_to_the_model(fake_api, project):
                        expect=lambda b: SUMMARY_REQUEST_HEAD in json.dumps(b["messages"][-1])))
     assert compact(session).method == "model"
 
-    session2, memory2 = make_session(project)
-    session2.hooks.remove(memory2)
+    session2, memory2 = make_session(project, by_hand=True)
     _long_session(fake_api, session2, rounds=3)
     fake_api.push(notes_turn())
     memory2.update(list(session2.messages))
@@ -267,7 +274,7 @@ def test_automatic_compaction_takes_the_notes_first(fake_api, project):
     from jupyter_memory.agent.compaction import CompactionHook
 
     session, memory = make_session(project)
-    assert any(isinstance(h, CompactionHook) for h in session.hooks)  # installed by default
+    assert session.compactor in session.hooks and isinstance(session.compactor, CompactionHook)
     fake_api.script([Turn(text="big answer", usage=usage(168_000)), notes_turn()])
     run_turn(session, "first question")
     assert memory.wait(120) and memory.updates == 1

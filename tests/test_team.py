@@ -403,7 +403,6 @@ def test_extraction_agent_files_team_memories_by_the_scope_rules(tmp_path: Path,
                                                                  monkeypatch) -> None:
     from test_extraction import Router
 
-    from jupyter_memory.agent.extraction import install
     from jupyter_memory.agent.loop import run_turn
     from jupyter_memory.agent.session import AgentConfig, Session
     from jupyter_memory.localapi import ToolCall, Turn
@@ -415,7 +414,7 @@ def test_extraction_agent_files_team_memories_by_the_scope_rules(tmp_path: Path,
     memdir = Path(env["JUPYTER_MEMORY_DIR"])
     (memdir / "team").mkdir(parents=True)
     session = Session(tmp_path, config=AgentConfig.from_env(max_retries=0, log_transcript=False))
-    hook = install(session)
+    hook = session.extraction
     router = Router(fake_api)
     fy = ("---\nname: fiscal-year\ndescription: the fiscal year starts in April\n"
           "type: project\n---\nQ1 is April to June.\n")

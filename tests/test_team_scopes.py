@@ -85,7 +85,7 @@ def test_remember_to_the_team_moves_a_user_memory_the_model_filed(session, fake_
                                             "content": USER_MEMO})]),
         Turn(text="Saved user_me.md"),
     ])
-    result = remember_with_agent(session, session.make_client(), store, "I am an analyst.")
+    result = remember_with_agent(session, session.client(), store, "I am an analyst.")
     assert not (folder / "user_me.md").exists()
     private = (session.memdir / "user_me.md").read_text()
     assert private.startswith("---\nname: me\n") and "type: user" in private

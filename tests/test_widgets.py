@@ -237,7 +237,7 @@ def test_long_text_is_capped_with_a_show_all_toggle(session):
 
 def test_last_response_cache_reads_and_writes_are_shown(session):
     converse(session)
-    session.last_usage = Usage(input_tokens=120, output_tokens=40,
+    session.conversation.last_usage = Usage(input_tokens=120, output_tokens=40,
                                cache_read_input_tokens=5_000, cache_creation_input_tokens=700)
     view = ContextView(session.context_report())
     summary = view.state.cache_summary
@@ -253,7 +253,7 @@ def test_rows_add_up_to_the_category_total_when_the_total_is_a_real_count(sessio
     converse(session)
     estimate = ContextView(session.context_report()).state.category("messages")
     assert estimate.unitemized == 0
-    session.last_usage = Usage(input_tokens=100, output_tokens=40,
+    session.conversation.last_usage = Usage(input_tokens=100, output_tokens=40,
                                cache_read_input_tokens=60_000, cache_creation_input_tokens=0)
     view = ContextView(session.context_report(), assembled=session.assemble())
     messages = view.state.category("messages")
@@ -461,7 +461,7 @@ def test_browser_fallbacks_and_show_memories(session):
     for word in ("revenue in cents", "terse answers", "warehouse docs", "indexed"):
         assert word in bundle["text/html"] and word in bundle["text/plain"]
     assert bundle["text/html"] == memories_html(view.memories, view.findings)
-    session.memory_override = False
+    session.memory.enabled_override = False
     off = show_memories(session, display=False)
     assert isinstance(off, MemoryOff)
     assert "%memory on" in off._repr_mimebundle_()["text/plain"]
@@ -473,7 +473,7 @@ def test_every_view_marks_its_bundle_for_the_kernel_free_fallback(session):
     converse(session)
     views = [show_context(session, display=False), show_memories(session, display=False),
              ContextView(session.context_report())]
-    session.memory_override = False
+    session.memory.enabled_override = False
     views.append(show_memories(session, display=False))
     for view in views:
         bundle = view._repr_mimebundle_()

@@ -395,13 +395,11 @@ def apply_resume(session: Session, resumed: Resumed, *, seed_log: bool = True) -
     finds the whole conversation.
     """
     session.messages[:] = copy.deepcopy(resumed.messages)
-    session.turn_count = resumed.turns
-    session.last_usage = None
-    from jupyter_memory.agent import lifecycle
-
-    lifecycle.mark_resumed(session)  # its SessionStart hooks get source "resume"
-    log = getattr(session, "log", None)
-    if seed_log and log is not None and log in session.hooks and resumed.messages:
+    session.conversation.turn_count = resumed.turns
+    session.conversation.last_usage = None
+    session.lifecycle.mark_resumed()  # its SessionStart hooks get source "resume"
+    log = session.log
+    if seed_log and log is not None and resumed.messages:
         _seed(log.writer(), resumed)
 
 

@@ -9,6 +9,7 @@ this view never deletes anything itself.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type 
         try:
             self.on_undo(list(self.written))
         except Exception as exc:  # shown to the person: a button callback has nowhere to raise
+            logging.getLogger(__name__).error("undo from the turn view failed", exc_info=True)
             self.status_text = f"Undo failed: {exc}"
             self.notice.value = (f"<div class='jm-root' style='color:{style.ERROR}'>"
                                  f"{esc(self.status_text)}</div>")

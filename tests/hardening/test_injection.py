@@ -143,7 +143,7 @@ def test_injection_in_remember_text_cannot_leave_the_memdir(
         ]),
         Turn(text="Saved project_policy.md (new)."),
     ])
-    result = remember_with_agent(session, session.make_client(), session.store, INJECTION)
+    result = remember_with_agent(session, session.client(), session.store, INJECTION)
     assert result.files == ["project_policy.md"]
     assert snapshot(project) == before
     sent = fake_api.requests[1].body["messages"][-1]["content"]

@@ -22,6 +22,7 @@ from jupyter_memory.memdir.store import MemoryStore
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
+    from jupyter_memory.context.sdk import ModelClient
 
 __all__ = ["REMEMBER_SYSTEM", "remember_prompt", "remember_with_agent"]
 
@@ -91,7 +92,7 @@ def _dates_in(store: MemoryStore, files: list[str], today: _dt.date | None) -> l
 
 def remember_with_agent(
     session: Session,
-    client: Any,
+    client: ModelClient,
     store: MemoryStore,
     body: str,
     *,
@@ -135,11 +136,10 @@ def remember_with_agent(
         return {"model": session.config.model, "max_tokens": session.config.max_tokens,
                 "system": system, "tools": definitions, "messages": messages}
 
-    from jupyter_memory.context.pricing import charge
-
     run = run_confined(client, body_for, [first],
                         lambda tool, args: registry.run(tool, args, ctx), max_calls=max_calls,
-                        on_response=lambda m: charge(session, "remember", m, session.config.model))
+                        on_response=lambda m: session.cost_ledger.charge(
+                            "remember", m, session.config.model))
     files = [f for f in recording.before if f != INDEX_NAME and (folder / f).exists()]
     created = [f for f in files if recording.before[f] is None]
     out = RememberResult("agent", folder, files, created, agent_text=run.final_text)
