@@ -126,7 +126,7 @@ def test_a_sandbox_hands_over_to_a_recording_and_back(tmp_path: Path) -> None:
     box = use_sandbox(session, "echo")
     recorder = record.start_recording(session, tmp_path / "nb.recording.json")
     assert recorder.inner is box and sandbox_of(session) is None
-    assert run_turn(session, "Hello?").answer == "(sandbox echo) Hello?"
+    assert run_turn(session, "Hello?").answer == "(echo) Hello?"
     assert len(recorder.recording.exchanges) == 1
     record.stop(session)
     assert session.endpoint is box and box.server is not None  # the sandbox kept running

@@ -19,7 +19,6 @@ from sessions import make_session
 from team_git import add, person, run, team_folder
 from test_extraction import Router
 
-from jupyter_memory.agent.extraction import install
 from jupyter_memory.agent.loop import TurnEvents, run_turn
 from jupyter_memory.agent.remember import remember_with_agent, scope_store
 from jupyter_memory.context import prompts
@@ -53,7 +52,7 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_extraction_moves_a_user_memory_to_private_memory_and_says_so(session, fake_api) -> None:
     memdir = session.memdir
-    hook = install(session)
+    hook = session.extraction
     router = Router(fake_api)
     router.main.append(Turn(text="Noted."))
     router.extract.extend([

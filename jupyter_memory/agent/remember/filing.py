@@ -153,13 +153,14 @@ def remember_with_agent(
                 store.update(file, provenance="user", type=changes.get("type"),
                              name=changes.get("name"), description=changes.get("description"))
     settle = getattr(store, "settle", None)  # the team folder's rules (SPEC §8)
-    if settle is not None:
-        out.notes += [moved.note for moved in settle(files)]
+    moved = settle(files) if settle is not None else []
+    if moved:  # saved, in the scope the rules give it: not a memory lost
+        out.notes += [m.note for m in moved]
         files = [f for f in files if (folder / f).exists()]
         out.files, out.created = files, [f for f in created if f in files]
     if run.stopped:
         out.notes.append(f"The agent used all {max_calls} model calls before it finished.")
-    if not files:
+    if not files and not moved:
         _LOG.debug("%%remember filed nothing; the model answered: %s", run.final_text)
         refused = _refused_writes(run.messages)
         if refused:
