@@ -130,7 +130,7 @@ def test_a_sandbox_hands_over_to_a_recording_and_back(tmp_path: Path) -> None:
     assert len(recorder.recording.exchanges) == 1
     record.stop(session)
     assert session.endpoint is box and box.server is not None  # the sandbox kept running
-    assert run_turn(session, "Again?").answer == "(sandbox echo) Again?"
+    assert run_turn(session, "Again?").answer == "(echo) Again?"
     session.use_endpoint(LiveEndpoint(session.env))
     with pytest.raises(RuntimeError, match="not running"):
         box.server.base_url  # noqa: B018 - closing the sandbox stopped its server
