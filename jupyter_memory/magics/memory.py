@@ -43,6 +43,7 @@ from jupyter_memory.commands import (
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.record import MEMORY_TYPES
 from jupyter_memory.memdir.scopes import DEFAULT_AGENT, WRITE_SCOPES
+from jupyter_memory.widgets.safe import md_link, md_text
 
 OPEN_MIME = "application/vnd.jupyter-memory.open+json"
 """Asks the JupyterLab extension to open a file; other front ends show the path."""
@@ -324,5 +325,7 @@ def show_file(path: Path, label: str) -> None:
     except ValueError:
         rel = None
     if rel is not None:
-        bundle["text/markdown"] = f"Edit {label}: [{rel.as_posix()}]({rel.as_posix()})"
+        # The label and the file name are memory text: literal, and a link only if safe.
+        bundle["text/markdown"] = (f"{md_text(f'Edit {label}:')} "
+                                   f"{md_link(rel.as_posix(), rel.as_posix())}")
     display(bundle, raw=True)

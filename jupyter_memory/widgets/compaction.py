@@ -3,11 +3,11 @@ the size changed as it did, and the summary folded away (HTML, plain text, the r
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from jupyter_memory.context.tokens import estimate_tokens
-from jupyter_memory.widgets.markdown import markdown_to_html
+from jupyter_memory.widgets.safe import escape as esc
+from jupyter_memory.widgets.safe import markdown_html
 
 COMPACTION_MIME = "application/vnd.jupyter-memory.compaction+json"
 
@@ -78,7 +78,6 @@ def compaction_text(data: dict[str, Any]) -> str:
 
 def compaction_html(data: dict[str, Any]) -> str:
     """HTML view: the boundary line, the summary folded, the way back."""
-    esc = html.escape
     head = (
         f"Conversation compacted ({esc(str(data.get('trigger', 'manual')))}, summary "
         f"{_method_words(data)}): <b>{data.get('pre_tokens', 0):,}</b> → "
@@ -90,7 +89,7 @@ def compaction_html(data: dict[str, Any]) -> str:
         f"margin:6px 0;text-align:center'>{head}</div>",
         "".join(f"<p style='margin:2px 0'>{esc(line)}</p>" for line in compaction_breakdown(data)),
         "<details><summary>Summary (click to open)</summary>"
-        f"{markdown_to_html(str(data.get('summary', '')))}</details>",
+        f"{markdown_html(str(data.get('summary', '')))}</details>",
     ]
     files = data.get("files") or []
     if files:
