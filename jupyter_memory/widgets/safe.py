@@ -166,9 +166,10 @@ def _html_parser() -> Any:
 
 
 # Inline characters a markdown parser could read as syntax, and what stands for each in
-# text: entities for the HTML ones, a backslash for the markdown ones. "$" is left alone
-# in answers (JupyterLab typesets $…$ as maths, safely) and escaped in md_text.
-_INLINE = re.compile(r"[&<>\\`*_\[\]~|]")
+# text: entities for the HTML ones, a backslash for the markdown ones ("!" too: before a
+# link this module writes, it would make an image of it). "$" is left alone in answers
+# (JupyterLab typesets $…$ as maths, safely) and escaped in md_text.
+_INLINE = re.compile(r"[&<>\\`*_\[\]~|!]")
 _INLINE_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # Everything a parser could read as syntax, as numeric entities: the inside of our
 # <code> and <pre> tags reads the same whether a parser takes it as HTML or markdown.
@@ -227,12 +228,17 @@ def _pre(text: str, info: str = "") -> str:
     return f"<pre><code{cls}>" + _literal(text.rstrip("\n")) + "</code></pre>"
 
 
+_ENTITY_AFTER = re.compile(r"#|[A-Za-z][A-Za-z0-9]*;")
+
+
 def _destination(url: str) -> str:
     """A checked URL as a markdown link destination that reads back as the same URL."""
     out = []
-    for ch in url:
+    for i, ch in enumerate(url):
         if ch in "()":
             out.append("\\" + ch)
+        elif ch == "&" and _ENTITY_AFTER.match(url, i + 1):
+            out.append("%26")  # "&#58;" left in a URL: a renderer decoding twice gets ":"
         elif ch == "&":
             out.append("&amp;")
         elif ch in " <>\"`|" or ord(ch) < 0x21:
@@ -257,6 +263,8 @@ class _Unsupported(Exception):
 
 class _MarkdownWriter:
     """Writes mistune's syntax tree back as markdown under this module's rules."""
+
+    in_cell = False
 
     def blocks(self, tokens: Iterable[Mapping[str, Any]], *, tight: bool = False) -> str:
         parts = [self.block(t) for t in tokens if t.get("type") != "blank_line"]
@@ -326,7 +334,12 @@ class _MarkdownWriter:
         return "\n".join(lines)
 
     def row(self, cells: Sequence[Mapping[str, Any]]) -> str:
-        text = [self.inline(c.get("children") or []).replace("\n", " ").strip() for c in cells]
+        self.in_cell = True  # GFM: "\|" in a cell's code is a "|" (mistune keeps the "\")
+        try:
+            text = [self.inline(c.get("children") or []).replace("\n", " ").strip()
+                    for c in cells]
+        finally:
+            self.in_cell = False
         return "| " + " | ".join(text) + " |"
 
     def inline(self, tokens: Iterable[Mapping[str, Any]]) -> str:
@@ -346,7 +359,8 @@ class _MarkdownWriter:
         if kind == "strikethrough":
             return "~~" + self.inline(children) + "~~"
         if kind == "codespan":
-            return md_code(str(tok.get("raw", "")))
+            code = str(tok.get("raw", ""))
+            return md_code(code.replace("\\|", "|") if self.in_cell else code)
         if kind == "linebreak":
             return "  \n"
         if kind == "softbreak":
