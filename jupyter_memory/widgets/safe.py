@@ -139,7 +139,7 @@ def _html_parser() -> Any:
         import mistune
         from mistune.util import safe_entity
 
-        class SafeHTMLRenderer(mistune.HTMLRenderer):  # type: ignore[misc]
+        class SafeHTMLRenderer(mistune.HTMLRenderer):
             """mistune's HTML with our link and image rules; raw HTML escaped."""
 
             def text(self, text: str) -> str:

@@ -35,7 +35,7 @@ class Watch:
         watch = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 watch.paths.append(self.path)
                 if self.path == "/done":
                     watch.done.set()
