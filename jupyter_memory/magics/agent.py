@@ -55,6 +55,10 @@ if TYPE_CHECKING:
 
 #: How often the streaming view is redrawn, in seconds.
 REDRAW_EVERY = 0.25
+#: After a redraw that took ``t`` seconds, the next waits at least ``t`` times this: each
+#: redraw makes the whole answer safe again (widgets/safe.py), so a long answer is
+#: redrawn less often instead of spending the stream on it (at most a fifth of the time).
+REDRAW_PAUSE_FACTOR = 4.0
 
 #: Subcommands of the line magic and how many arguments each takes (min, max).
 SUBCOMMANDS = {"resume": (0, 1), "record": (0, 1), "replay": (0, 1), "status": (0, 0),
@@ -583,7 +587,7 @@ class _StreamView:
         self.parts: list[tuple[str, str]] = []
         self.handle: Any = None
         self.notice_handle: Any = None
-        self.last = 0.0
+        self.next_redraw = 0.0
 
     def events(self) -> TurnEvents:
         return TurnEvents(on_text=self._on_text, on_tool_start=self._on_tool,
@@ -595,15 +599,16 @@ class _StreamView:
         return "\n\n".join(part for part in shown if part)
 
     def _show(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self.last < REDRAW_EVERY:
+        start = time.monotonic()
+        if not force and start < self.next_redraw:
             return
-        self.last = now
         bundle = {"text/markdown": self.markdown() or "…", "text/plain": self.text or "…"}
         if self.handle is None:
             self.handle = display(bundle, raw=True, display_id=True)
         else:
             self.handle.update(bundle, raw=True)
+        end = time.monotonic()
+        self.next_redraw = start + max(REDRAW_EVERY, (end - start) * (1 + REDRAW_PAUSE_FACTOR))
 
     def _on_text(self, chunk: str) -> None:
         self.text += chunk

@@ -26,6 +26,7 @@ such text. Nothing here imports ipywidgets or IPython.
 
 from __future__ import annotations
 
+import functools
 import html
 import logging
 import re
@@ -121,45 +122,59 @@ def markdown_html(text: str) -> str:
     the parser fails, the text is shown preformatted (escaped), never dropped.
     """
     try:
-        return str(_html_parser()(text))
+        tokens, state = _syntax_tree(text)
+        return str(_html_renderer()(tokens, state))
     except Exception:  # a parser failure: still legible, still escaped
         log.warning("jupyter-memory: could not render markdown; showing it as text",
                     exc_info=True)
         return f"<pre style='white-space:pre-wrap'>{escape(text)}</pre>"
 
 
-_HTML_PARSER: Any = None
-_AST_PARSER: Any = None
 _PLUGINS = ["table", "strikethrough"]
 
 
-def _html_parser() -> Any:
-    global _HTML_PARSER
-    if _HTML_PARSER is None:
-        import mistune
-        from mistune.util import safe_entity
+@functools.lru_cache(maxsize=8)
+def _syntax_tree(text: str) -> tuple[list[dict[str, Any]], Any]:
+    """mistune's tree of ``text``, parsed once for both forms: a turn's output renders
+    its answer as HTML and as markdown, one after the other. Renderers only read it."""
+    tokens, state = _ast_parser().parse(text)
+    return list(tokens), state
 
-        class SafeHTMLRenderer(mistune.HTMLRenderer):
-            """mistune's HTML with our link and image rules; raw HTML escaped."""
 
-            def text(self, text: str) -> str:
-                return str(safe_entity(text))  # entities decoded (CommonMark), then escaped
+@functools.lru_cache(maxsize=1)
+def _ast_parser() -> Any:
+    import mistune
 
-            def link(self, text: str, url: str, title: str | None = None) -> str:
-                target = link_target(url)
-                if target is None:
-                    return f"{text} <span class='jm-removed'>{LINK_REMOVED}</span>"
-                title_attr = f' title="{escape(title)}"' if title else ""
-                rel = "" if not _SCHEME.match(target) else ' rel="noopener noreferrer"'
-                return f'<a href="{escape(target)}"{title_attr}{rel}>{text}</a>'
+    return mistune.create_markdown(renderer=None, plugins=_PLUGINS)
 
-            def image(self, text: str, url: str, title: str | None = None) -> str:
-                alt = f"{text} " if text else ""
-                return f"{alt}<span class='jm-image'>({escape(_image_note(url))})</span>"
 
-        _HTML_PARSER = mistune.create_markdown(renderer=SafeHTMLRenderer(escape=True),
-                                               plugins=_PLUGINS)
-    return _HTML_PARSER
+@functools.lru_cache(maxsize=1)
+def _html_renderer() -> Any:
+    """mistune's HTML renderer with our link and image rules, the plugins' parts added."""
+    import mistune
+    from mistune.util import safe_entity
+
+    class SafeHTMLRenderer(mistune.HTMLRenderer):
+        """mistune's HTML with our link and image rules; raw HTML escaped."""
+
+        def text(self, text: str) -> str:
+            return str(safe_entity(text))  # entities decoded (CommonMark), then escaped
+
+        def link(self, text: str, url: str, title: str | None = None) -> str:
+            target = link_target(url)
+            if target is None:
+                return f"{text} <span class='jm-removed'>{LINK_REMOVED}</span>"
+            title_attr = f' title="{escape(title)}"' if title else ""
+            rel = "" if not _SCHEME.match(target) else ' rel="noopener noreferrer"'
+            return f'<a href="{escape(target)}"{title_attr}{rel}>{text}</a>'
+
+        def image(self, text: str, url: str, title: str | None = None) -> str:
+            alt = f"{text} " if text else ""
+            return f"{alt}<span class='jm-image'>({escape(_image_note(url))})</span>"
+
+    # The plugins register their HTML parts on the renderer of a parser made with it.
+    return mistune.create_markdown(renderer=SafeHTMLRenderer(escape=True),
+                                   plugins=_PLUGINS).renderer
 
 
 # --------------------------------------------------------------------------- markdown
@@ -386,13 +401,8 @@ def safe_markdown(text: str) -> str:
     If the parser fails or meets a construct the writer does not know, the whole text is
     shown as a preformatted block instead (escaped, never dropped).
     """
-    global _AST_PARSER
     try:
-        if _AST_PARSER is None:
-            import mistune
-
-            _AST_PARSER = mistune.create_markdown(renderer=None, plugins=_PLUGINS)
-        tokens = _AST_PARSER(text)
+        tokens, _state = _syntax_tree(text)
         return _MarkdownWriter().blocks(tokens)
     except Exception:  # a parser failure or a token we do not write: literal, still safe
         log.warning("jupyter-memory: could not rewrite markdown; showing it as text",

@@ -153,6 +153,7 @@ def ip(make_ip: MakeIp, project: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
     monkeypatch.delenv("JUPYTER_MEMORY_EXTRACTION", raising=False)
     # Every chunk of the stream is drawn, so each intermediate state is checked.
     monkeypatch.setattr(agent_magic, "REDRAW_EVERY", 0.0)
+    monkeypatch.setattr(agent_magic, "REDRAW_PAUSE_FACTOR", 0.0)
     shell = make_ip(project, memdir=memdir, config=[
         "Agent.permission_mode = 'allow'", "Agent.recall_mode = 'prefetch'",
         "Agent.recall_selector = 'offline'", "Agent.wait_for_prefetch = True"])

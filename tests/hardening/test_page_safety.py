@@ -188,3 +188,13 @@ def test_our_markdown_writes_only_our_tags() -> None:
     out = safe_markdown(ANSWER + "\n\n" + "\n\n".join(PAYLOADS))
     tags = set(re.findall(r"</?[a-z]+", out))
     assert tags <= {"<code", "</code", "<pre", "</pre"}, tags
+
+
+def test_both_forms_read_one_tree_and_leave_it_as_it_was() -> None:
+    """A turn's output renders its answer both ways from one parse: neither may change
+    what the other sees, in either order."""
+    text = ANSWER + "\n\n" + "\n\n".join(PAYLOADS)
+    first = (markdown_html(text), safe_markdown(text))
+    assert (safe_markdown(text), markdown_html(text)) == first[::-1]
+    fresh = text + "\n"  # another string: parsed anew
+    assert (markdown_html(fresh), safe_markdown(fresh)) == first
