@@ -198,3 +198,36 @@ def test_both_forms_read_one_tree_and_leave_it_as_it_was() -> None:
     assert (safe_markdown(text), markdown_html(text)) == first[::-1]
     fresh = text + "\n"  # another string: parsed anew
     assert (markdown_html(fresh), safe_markdown(fresh)) == first
+
+
+def test_every_form_of_a_hostile_turn_record_is_data() -> None:
+    """A turn's output bundle and the turn view's static copy, every field hostile:
+    the answer, tool calls, events, compactions (summary, files, hook output), the
+    memories written and the recall decisions."""
+    from jupyter_memory.widgets.compaction import compaction_bundle
+    from jupyter_memory.widgets.html import turn_html
+    from jupyter_memory.widgets.render import turn_bundle
+
+    from .page_checks import bundle_problems
+
+    hostile = "\n\n".join(PAYLOADS)
+    compaction = {"trigger": hostile, "method": "model", "pre_tokens": 9000,
+                  "post_tokens": 3000, "summary": hostile, "kept_messages": 2,
+                  "files": [{"path": hostile, "tokens": 10}], "post_hook_output": [hostile],
+                  "warnings": [hostile], "transcript_path": hostile}
+    record = {
+        "turn": 1, "model": hostile, "answer": hostile, "prompt": hostile,
+        "tool_calls": [{"id": "t", "name": hostile, "input": {"q": hostile},
+                        "result": hostile, "is_error": True}],
+        "events": [{"kind": hostile, "text": hostile}],
+        "compactions": [compaction],
+        "memories_written": [{"file": hostile, "by": hostile}],
+        "recall": {"mode": "prefetch", "decisions": [
+            {"file": hostile, "decision": hostile, "reason": hostile, "path": hostile}]},
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+        "context": {"window": 200000, "used": 10},
+    }
+    problems = bundle_problems(turn_bundle(record), "turn_bundle")
+    problems += bundle_problems(compaction_bundle(compaction), "compaction_bundle")
+    problems += [f"turn view copy: {p}" for p in live_markup(turn_html(record, "/m"))]
+    assert problems == []
