@@ -182,9 +182,15 @@ def _html_renderer() -> Any:
 
 # Inline characters a markdown parser could read as syntax, and what stands for each in
 # text: entities for the HTML ones, a backslash for the markdown ones ("!" too: before a
-# link this module writes, it would make an image of it). "$" is left alone in answers
-# (JupyterLab typesets $…$ as maths, safely) and escaped in md_text.
-_INLINE = re.compile(r"[&<>\\`*_\[\]~|!]")
+# link this module writes, it would make an image of it). A backslash is escaped where
+# it could escape what follows (before punctuation, or last), so "\frac" stays as it is.
+# "*" is escaped; "_" only where it could open or close emphasis, not inside a word
+# (snake_case, x_1). "$" is left alone in answers (JupyterLab typesets $…$ as maths,
+# safely), escaped in md_text.
+_PUNCTUATION = r"!-/:-@\[-`{-~"
+_INLINE = re.compile(
+    rf"[&<>`*\[\]~|!]|(?<![^\W_])_|_(?![^\W_])|\\(?=[{_PUNCTUATION}]|$)")
+_LITERAL_INLINE = re.compile(rf"[&<>`*_\[\]~|!$]|\\(?=[{_PUNCTUATION}]|$)")
 _INLINE_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # Everything a parser could read as syntax, as numeric entities: the inside of our
 # <code> and <pre> tags reads the same whether a parser takes it as HTML or markdown.
@@ -194,8 +200,13 @@ _LINE_START = re.compile(r"^( {0,3})(#|[-+=]|\d{1,9}(?=[.)]))")
 _LANGUAGE = re.compile(r"[^A-Za-z0-9_+#.\-]")
 
 
-def _inline_escape(text: str) -> str:
-    return _INLINE.sub(lambda m: _INLINE_ENTITIES.get(m.group(), "\\" + m.group()), text)
+def _inline_escape(text: str, pattern: re.Pattern[str] = _LITERAL_INLINE) -> str:
+    return pattern.sub(lambda m: _INLINE_ENTITIES.get(m.group(), "\\" + m.group()), text)
+
+
+def _answer_text(text: str) -> str:
+    """A text node of an answer, escaped to read back as the same text."""
+    return _inline_escape(text, _INLINE)
 
 
 def _literal(text: str) -> str:
@@ -224,7 +235,7 @@ def md_text(text: object) -> str:
     paragraphs = re.split(r"\n\s*\n", str(text).replace("\r\n", "\n").replace("\r", "\n"))
     out = []
     for para in paragraphs:
-        lines = [_inline_escape(line.strip()).replace("$", "\\$")
+        lines = [_inline_escape(line.strip())
                  for line in para.split("\n") if line.strip()]
         if lines:
             out.append(_line_starts("  \n".join(lines)))
@@ -366,7 +377,7 @@ class _MarkdownWriter:
         if kind == "text":
             from mistune.util import unescape
 
-            return _inline_escape(unescape(str(tok.get("raw", ""))))
+            return _answer_text(unescape(str(tok.get("raw", ""))))
         if kind == "emphasis":
             return "*" + self.inline(children) + "*"
         if kind == "strong":

@@ -11,7 +11,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jupyter_memory.widgets.safe import (
@@ -71,6 +71,7 @@ FRAGMENTS = [
 ]
 
 
+@settings(deadline=None)  # the first example imports two markdown parsers
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join))
 def test_any_mix_of_fragments_stays_data(text: str) -> None:
     assert all_problems(text) == []
@@ -231,3 +232,11 @@ def test_every_form_of_a_hostile_turn_record_is_data() -> None:
     problems += bundle_problems(compaction_bundle(compaction), "compaction_bundle")
     problems += [f"turn view copy: {p}" for p in live_markup(turn_html(record, "/m"))]
     assert problems == []
+
+
+def test_maths_paths_and_words_keep_their_characters() -> None:
+    """What JupyterLab typesets as maths, and words with underscores, come out as they
+    went in: no backslash added before a letter, none before an underscore in a word."""
+    text = r"Here $\frac{a}{b}$ and $x_1^2$ for snake_case_name in C:\Users\ana."
+    assert safe_markdown(text) == text
+    assert md_text("C:\\temp *x* $5") == "C:\\temp \\*x\\* \\$5"  # literal: nothing live
