@@ -65,13 +65,18 @@ from jupyter_memory.sessions.resume import (
     resume_session,
 )
 from jupyter_memory.sessions.sandbox import hand_over
-from jupyter_memory.widgets.render import tool_line, turn_bundle
+from jupyter_memory.widgets.render import tool_line, tool_text, turn_bundle
+from jupyter_memory.widgets.safe import md_text, safe_markdown
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
 
 #: How often the streaming view is redrawn, in seconds.
 REDRAW_EVERY = 0.25
+#: After a redraw that took ``t`` seconds, the next waits at least ``t`` times this: each
+#: redraw makes the whole answer safe again (widgets/safe.py), so a long answer is
+#: redrawn less often instead of spending the stream on it (at most a fifth of the time).
+REDRAW_PAUSE_FACTOR = 4.0
 
 def is_terminal(shell: Any) -> bool:
     """True in terminal IPython, where displays print their text and nothing updates."""
@@ -554,40 +559,59 @@ def _background_running(session: Session) -> bool:
 
 
 class _StreamView:
-    """A display that grows as the answer streams in, then becomes the turn record."""
+    """A display that grows as the answer streams in, then becomes the turn record.
+
+    Every redraw sends markdown made by :mod:`jupyter_memory.widgets.safe`: the model's
+    text (its raw HTML escaped, links checked, images as text) between our own lines for
+    tool calls and status. A live output is trusted, so nothing else may reach it.
+    """
 
     def __init__(self) -> None:
         self.text = ""
+        # What was streamed, in order: ("answer", model text) or ("ours", safe markdown).
+        self.parts: list[tuple[str, str]] = []
         self.handle: Any = None
         self.notice_handle: Any = None
         self.notice_shown = False  # whether notice_handle holds a notice (else a free spot)
-        self.last = 0.0
+        self.next_redraw = 0.0
 
     def events(self) -> TurnEvents:
         return TurnEvents(on_text=self._on_text, on_tool_start=self._on_tool,
                           on_status=self._on_status, on_notice=self._on_notice)
 
+    def markdown(self) -> str:
+        """The stream so far as safe markdown."""
+        shown = (safe_markdown(text) if kind == "answer" else text for kind, text in self.parts)
+        return "\n\n".join(part for part in shown if part)
+
     def _show(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self.last < REDRAW_EVERY:
+        start = time.monotonic()
+        if not force and start < self.next_redraw:
             return
-        self.last = now
-        bundle = {"text/markdown": self.text or "…", "text/plain": self.text or "…"}
+        bundle = {"text/markdown": self.markdown() or "…", "text/plain": self.text or "…"}
         if self.handle is None:
             self.handle = display(bundle, raw=True, display_id=True)
         else:
             self.handle.update(bundle, raw=True)
+        end = time.monotonic()
+        self.next_redraw = start + max(REDRAW_EVERY, (end - start) * (1 + REDRAW_PAUSE_FACTOR))
 
     def _on_text(self, chunk: str) -> None:
         self.text += chunk
+        if self.parts and self.parts[-1][0] == "answer":
+            self.parts[-1] = ("answer", self.parts[-1][1] + chunk)
+        else:
+            self.parts.append(("answer", chunk))
         self._show()
 
     def _on_tool(self, use: dict[str, Any]) -> None:
-        self.text += f"\n\n🔧 {tool_line(use['name'], use.get('input'))}\n\n"
+        self.text += f"\n\n🔧 {tool_text(use['name'], use.get('input'))}\n\n"
+        self.parts.append(("ours", f"🔧 {tool_line(use['name'], use.get('input'))}"))
         self._show(force=True)
 
     def _on_status(self, text: str) -> None:
         self.text += f"\n\n> {text}\n\n"
+        self.parts.append(("ours", "\n".join("> " + line for line in md_text(text).split("\n"))))
         self._show(force=True)
 
     def finish(self, bundle: dict[str, Any], *, expect_notice: bool = False) -> None:
@@ -603,7 +627,8 @@ class _StreamView:
             self.notice_shown = False
 
     def _on_notice(self, text: str, payload: dict[str, Any]) -> None:
-        bundle: dict[str, Any] = {"text/markdown": text, "text/plain": text}
+        # The notice names files the model chose: its markdown goes through the same rules.
+        bundle: dict[str, Any] = {"text/markdown": safe_markdown(text), "text/plain": text}
         if payload:
             bundle["application/vnd.jupyter-memory.notice+json"] = payload
         if self.notice_handle is None or self.notice_shown:  # a notice never hides another
@@ -647,7 +672,7 @@ class _TerminalView:
         self._write(chunk)
 
     def _on_tool(self, use: dict[str, Any]) -> None:
-        self._line(f"[tool] {tool_line(use['name'], use.get('input')).replace('`', '')}")
+        self._line(f"[tool] {tool_text(use['name'], use.get('input'))}")
 
     def _on_status(self, text: str) -> None:
         self._line(f"[{text}]")

@@ -37,6 +37,7 @@ from jupyter_memory.commands import (
 )
 from jupyter_memory.errors import InternalError, JupyterMemoryError, internal_error
 from jupyter_memory.memdir.scopes import DEFAULT_AGENT
+from jupyter_memory.widgets.safe import md_link, md_text
 
 __all__ = ["OPEN_MIME", "MagicCommandContext", "magic_doc", "read_line", "run_command",
            "show_file", "usage_error"]
@@ -250,5 +251,7 @@ def show_file(path: Path, label: str) -> None:
     except ValueError:
         rel = None
     if rel is not None:
-        bundle["text/markdown"] = f"Edit {label}: [{rel.as_posix()}]({rel.as_posix()})"
+        # The label and the file name are memory text: literal, and a link only if safe.
+        bundle["text/markdown"] = (f"{md_text(f'Edit {label}:')} "
+                                   f"{md_link(rel.as_posix(), rel.as_posix())}")
     display(bundle, raw=True)
