@@ -60,7 +60,7 @@ setup: $(STAMP) $(LABEXT_BUILT) browser-deps
 
 lint: setup
 	$(BIN)/ruff check jupyter_memory tests benchmarks examples
-	# The layer contracts in pyproject.toml (tests/test_architecture.py checks for cycles).
+	# The layer contracts in pyproject.toml (tests/project/test_architecture.py checks for cycles).
 	$(BIN)/lint-imports
 	# Types: strict on the core, default rules on the front ends ([tool.mypy] in pyproject.toml).
 	$(BIN)/mypy

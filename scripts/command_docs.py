@@ -3,7 +3,7 @@
 The subcommands are declared once (``jupyter_memory/commands``); their usage, as ``-h``
 prints it, is embedded in docs/cli.md and docs/memory-magic.md between the markers
 ``<!-- generated: ... -->`` and ``<!-- end generated -->``. Run this after changing a
-definition; tests/test_commands.py fails while a block is out of date.
+definition; tests/commands/test_commands.py fails while a block is out of date.
 
     python scripts/command_docs.py
 """

@@ -1,6 +1,6 @@
 """``%%remember`` logic: the date warning, offline derivation, scopes, and the agent path.
 
-The relative dates themselves are found by the storage layer's engine (test_dates.py)."""
+The relative dates themselves are found by the storage layer's engine (tests/memdir/test_dates.py)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.memory import MemoryMagics
 from jupyter_memory.magics.state import forget_state
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OLD = 1_700_000_000  # a fixed modification time, so ages read the same in both runs
 
 

@@ -33,7 +33,7 @@ from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.sessions.resume import conversation_from_notebook, notebook_requests
 from jupyter_memory.widgets.render import turn_bundle
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V1_NOTEBOOK = FIXTURES / "turn-records-v1.ipynb"
 CACHE = {"type": "ephemeral"}
 

@@ -37,7 +37,7 @@ from jupyter_memory.demo import main as demo_main
 
 pytestmark = pytest.mark.kernel
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
 
 #: Wall-clock times: a replay keeps the recorded times of model calls, but file times,
@@ -126,7 +126,7 @@ def comparable(nb: Any, folder: str | Path | None) -> list[list[str]]:
                                    pending) for v in record["parts"].values())}
                 # The cost ledger so far (context/pricing.py) includes background calls
                 # (the selector, extraction) whose finishing before the record is written
-                # is a race live; tests/test_pricing.py checks it exactly instead.
+                # is a race live; tests/context/test_pricing.py checks it exactly instead.
                 item["data"][TURN_MIME] = {k: v for k, v in record.items() if k != "cost"}
             text = json.dumps(item, sort_keys=True, ensure_ascii=False, indent=1)
             outputs.append(_normalise(text, folder, pending))

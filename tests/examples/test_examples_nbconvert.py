@@ -17,7 +17,7 @@ import pytest
 
 pytestmark = pytest.mark.kernel
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
 
 

@@ -1,7 +1,7 @@
 """The exercises in ``examples/exercises/`` run offline in sandbox mode and their checks pass.
 
 Each exercise notebook is copied into a fresh folder and executed headless with nbclient,
-as ``tests/test_examples.py`` runs the examples (the ``jupyter_memory.demo`` helpers): no
+as ``tests/examples/test_examples.py`` runs the examples (the ``jupyter_memory.demo`` helpers): no
 model variable at all, so every model call must be answered by the sandbox the notebook
 switches on in its first cells. A failing cell fails the test with the cell's error; a
 check cell (tagged ``check``) fails when the mechanism it asserts no longer holds, whatever
@@ -34,7 +34,7 @@ from jupyter_memory.demo import execute_notebook, kernel_env, prepare_work, scra
 
 pytestmark = pytest.mark.kernel
 
-EXERCISES = Path(__file__).resolve().parent.parent / "examples" / "exercises"
+EXERCISES = Path(__file__).resolve().parents[2] / "examples" / "exercises"
 NOTEBOOKS = sorted(EXERCISES.glob("[0-9][0-9]-*.ipynb"))
 WORKERS = 2
 PASSED = "Mechanism checks passed."

@@ -15,7 +15,7 @@ from jupyter_memory.magics.state import forget_state
 
 pytestmark = pytest.mark.kernel
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
 def test_every_setting_is_a_trait_with_the_same_default_and_help() -> None:

@@ -24,7 +24,7 @@ from jupyter_memory.memdir.guard import decode, find_secrets, redact, vendor, wa
 from jupyter_memory.memdir.guard.normalise import normalise
 from jupyter_memory.memdir.guard.rules import RULES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALNUM = "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dE9fG1hK2mP4qR6sT8uV0wX2yZ4"
 HEX = "3f9a1c7e5b2d8f4a6c0e9b1d7f3a5c8e2b4d6f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e"
 UPPER = "Q7WN3XZ8LP2KD5RT9VB4MH6JC1FG0SA"

@@ -21,7 +21,7 @@ from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.recall import model_selector
 from jupyter_memory.recall import offline as selector
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EVAL = ROOT / "tests" / "recall_eval"
 
 

@@ -72,7 +72,7 @@ from jupyter_memory.server.resolve import (  # noqa: E402
 # jupyter_server_terminals (not ours) registers a websocket route the server warns about.
 pytestmark = pytest.mark.filterwarnings("ignore:Extension endpoints without")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 API = "jupyter-memory"
 
 
