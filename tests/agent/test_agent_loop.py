@@ -20,12 +20,8 @@ from jupyter_memory.localapi import Fault, ToolCall, Turn
 OLD = time.time() - 5 * 86_400
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    return root
+# Every session here works on the test's memdir (the `memdir` fixture, tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("memdir")
 
 
 def check_consistent(messages: list[dict]) -> None:

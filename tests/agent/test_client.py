@@ -14,13 +14,8 @@ from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.localapi import FakeAnthropic, Turn
 from jupyter_memory.recall.caches import last_prefetch
 
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    return root
+# Every session here works on the test's memdir (the `memdir` fixture, tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("memdir")
 
 
 @pytest.fixture

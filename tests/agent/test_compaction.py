@@ -43,12 +43,8 @@ SUMMARY = (
 )
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    return root
+# Every session here works on the test's memdir (the `memdir` fixture, tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("memdir")
 
 
 def make_session(project: Path, hook: bool = True, **hook_args) -> Session:

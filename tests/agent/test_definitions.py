@@ -34,12 +34,13 @@ def run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".claude" / "agents").mkdir(parents=True)
-    (root / ".claude" / "agents" / "data-reviewer.md").write_text(REVIEWER)
-    return root
+@pytest.fixture(autouse=True)
+def reviewer(project: Path) -> Path:
+    """Every test's project defines the agent ``data-reviewer`` (``REVIEWER``)."""
+    path = project / ".claude" / "agents" / "data-reviewer.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(REVIEWER)
+    return path
 
 
 def test_reference_format_is_read(project: Path) -> None:

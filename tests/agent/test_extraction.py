@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from extraction_router import MARKER, Router, user_texts
 from sessions import make_session
 
 from jupyter_memory.agent import extraction
@@ -26,7 +25,6 @@ from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.pending import PendingArea
 
-MARKER = "You are now the memory extraction agent"
 FEEDBACK = """\
 ---
 name: no-full-frames
@@ -40,57 +38,8 @@ Never print a whole data frame.
 """
 
 
-def _texts(body: dict[str, Any]) -> str:
-    parts = []
-    for message in body.get("messages", []):
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-            continue
-        parts += [b.get("text", "") for b in content if b.get("type") == "text"]
-    return "\n".join(parts)
-
-
-def is_extraction(body: dict[str, Any]) -> bool:
-    return MARKER in _texts(body)
-
-
-class Router:
-    """Answers main-agent and extraction requests from two separate queues.
-
-    The two streams interleave in time (extraction runs in a thread), so one script
-    could not say which reply goes where. An empty queue answers ``None``: the server
-    then fails the request, and the test sees it.
-    """
-
-    def __init__(self, fake: Any) -> None:
-        self.main: deque[Turn | Callable[[dict], Turn]] = deque()
-        self.extract: deque[Turn | Callable[[dict], Turn]] = deque()
-        self.main_bodies: list[dict[str, Any]] = []
-        self.extract_bodies: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        fake.responder = self
-
-    def __call__(self, body: dict[str, Any]) -> Turn | None:
-        extraction = is_extraction(body)
-        with self._lock:
-            (self.extract_bodies if extraction else self.main_bodies).append(body)
-            queue = self.extract if extraction else self.main
-            item = queue.popleft() if queue else None
-        if item is not None and not isinstance(item, Turn):
-            item = item(body)
-        return item
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    monkeypatch.delenv("JUPYTER_MEMORY_EXTRACTION", raising=False)  # a suite may switch it off
-    return root
+# Every session here works on the test's memdir, with extraction on (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("memdir", "extraction_on")
 
 
 @pytest.fixture
@@ -371,7 +320,7 @@ def test_two_quick_turns_give_one_run_and_one_trailing_run(session, hook, router
     assert hook.counts == {**hook.counts, "runs": 2, "stashed": 2}
     assert hook.max_parallel == 1
     assert [r.trailing for r in hook.runs] == [False, True]
-    trailing = _texts(router.extract_bodies[1])
+    trailing = user_texts(router.extract_bodies[1])
     assert "turn three" in trailing  # the newest stashed request replaced the older one
     assert "last 4 messages" in router.extract_bodies[1]["messages"][-1]["content"][-1]["text"]
     assert hook.cursor is session.messages[-1]

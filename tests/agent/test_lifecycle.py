@@ -25,13 +25,12 @@ MODEL = "claude-haiku-4-5"
 SUMMARY = "<analysis>x</analysis><summary>1. Primary request and intent: test.</summary>"
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    trust_folder(root)  # project hooks run only in a trusted folder (tests/hardening: untrusted)
-    return root
+@pytest.fixture(autouse=True)
+def trusted(project: Path, memdir: Path) -> Path:
+    """Every test's project is trusted, since project hooks run only in a trusted folder
+    (tests/hardening checks the untrusted case), and works on the test's memdir."""
+    trust_folder(project)
+    return project
 
 
 make_session = partial(shared_session, model=MODEL)

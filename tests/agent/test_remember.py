@@ -94,11 +94,8 @@ def test_derive_cjk_name_and_description():
 
 
 @pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Session:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    return Session(root, config=AgentConfig.from_env(max_retries=0, log_transcript=False))
+def session(project: Path, memdir: Path) -> Session:
+    return Session(project, config=AgentConfig.from_env(max_retries=0, log_transcript=False))
 
 
 def test_scope_store_follows_memory_switch(session):

@@ -35,12 +35,8 @@ SMALL = "claude-3-5-haiku-latest"
 NOTES = "<notes>\n# Session title\nRevenue checks\n\n# Current state\nSumming revenue.\n</notes>"
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    return root
+# Every session here works on the test's memdir (the `memdir` fixture, tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("memdir")
 
 
 def make_session(project: Path, enabled: bool = True) -> tuple[Session, SessionNotes]:

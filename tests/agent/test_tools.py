@@ -37,13 +37,6 @@ EXPECTED_ORDER = [
 ]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    return root
-
-
 def ctx_for(project: Path, **kwargs: Any) -> ToolContext:
     return ToolContext(project_root=project, **kwargs)
 

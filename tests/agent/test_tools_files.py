@@ -34,18 +34,11 @@ The revenue column holds integer cents.
 """
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\nbeta\ngamma\n")
-    return root
-
-
-@pytest.fixture
-def memdir(tmp_path: Path) -> Path:
-    path = tmp_path / "mem"
-    path.mkdir()
+@pytest.fixture(autouse=True)
+def notes(project: Path) -> Path:
+    """Every test here starts with a three-line ``notes.txt`` in the project."""
+    path = project / "notes.txt"
+    path.write_text("alpha\nbeta\ngamma\n")
     return path
 
 
@@ -136,6 +129,7 @@ def test_read_non_utf8_is_shown_with_replacements(project: Path) -> None:
 
 
 def test_read_memdir_staleness(project: Path, memdir: Path) -> None:
+    memdir.mkdir()
     old = memdir / "project_old.md"
     fresh = memdir / "project_fresh.md"
     old.write_text(TOPIC)
@@ -180,6 +174,7 @@ def test_read_activates_instruction_files(project: Path) -> None:
 
 @pytest.mark.parametrize("tool", ["Read", "Write", "Edit"])
 def test_file_tools_refuse_escapes(tool: str, project: Path, memdir: Path, tmp_path: Path) -> None:
+    memdir.mkdir()
     outside = tmp_path / "outside.txt"
     outside.write_text("private\n")
     (project / "link.txt").symlink_to(outside)
@@ -446,6 +441,7 @@ def test_edit_memory_goes_through_the_store(project: Path, memdir: Path) -> None
 
 
 def test_edit_snippet_follows_header_lines_added_by_the_store(project: Path, memdir: Path) -> None:
+    memdir.mkdir()
     path = memdir / "feedback_plots.md"
     path.write_text(
         "---\nname: plots\ndescription: how to plot\ntype: feedback\n---\nUse seaborn.\n"

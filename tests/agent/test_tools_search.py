@@ -12,9 +12,11 @@ from jupyter_memory.agent.tools import ToolContext, ToolResult, default_registry
 from jupyter_memory.agent.tools.search import GLOB_LIMIT, compile_glob
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
+@pytest.fixture(autouse=True)
+def sources(project: Path) -> Path:
+    """Every test here searches a project of sources, a notebook, a binary file and the
+    folders Grep and Glob skip, with known modification times."""
+    root = project
     (root / "src" / "deep").mkdir(parents=True)
     (root / "notebooks").mkdir()
     (root / "src" / "load.py").write_text(

@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from jupyter_memory.cli import app as cli
 from jupyter_memory.memdir.index import load_for_model
 
@@ -26,13 +24,6 @@ def run(
     out, err = io.StringIO(), io.StringIO()
     code = cli.main(list(argv), env=env, stdin=stdin or io.StringIO(""), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture
-def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "memory"
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(path))
-    return path
 
 
 def add(*extra: str, body: str = "Divide by 100 before showing.") -> tuple[int, str, str]:

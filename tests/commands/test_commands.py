@@ -27,30 +27,10 @@ from IPython.utils.capture import capture_output
 from jupyter_memory.cli import app as cli
 from jupyter_memory.commands import BOTH, CLI, COMMANDS, MAGIC, commands_for, reference
 from jupyter_memory.localapi import Turn
-from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.memory import MemoryMagics
-from jupyter_memory.magics.state import forget_state
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD = 1_700_000_000  # a fixed modification time, so ages read the same in both runs
-
-
-@pytest.fixture
-def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "mem"
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(path))
-    return path
-
-
-@pytest.fixture
-def ip(shell: InteractiveShell, tmp_path: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch):
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
-    yield shell
-    forget_state(shell)
 
 
 def seed(memdir: Path) -> None:

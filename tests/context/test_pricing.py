@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
+from extraction_router import MARKER as EXTRACTION_MARKER
 from sessions import make_session as shared_session
-from shell_helpers import MakeIp
 
 from jupyter_memory.agent.compaction import compact
 from jupyter_memory.agent.extraction import hook_for
@@ -34,8 +33,7 @@ from jupyter_memory.context.tokens import Usage
 from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.recall import last_prefetch
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-EXTRACTION_MARKER = "You are now the memory extraction agent"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 # Fixed usage per kind of call, so every number in the ledger can be checked exactly.
 MAIN = {"input_tokens": 120, "cache_creation_input_tokens": 3_000,
@@ -118,13 +116,9 @@ class Router:
         return turn
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    monkeypatch.delenv("JUPYTER_MEMORY_EXTRACTION", raising=False)
-    return root
+# Every session here works on the test's memdir, with extraction on: its calls are charged
+# too (both fixtures in tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("memdir", "extraction_on")
 
 
 def _turns(fake_api: Any, session: Session, n: int) -> tuple[Router, list[dict[str, Any]]]:
@@ -264,12 +258,6 @@ def test_cli_explains_a_missing_or_broken_notebook(tmp_path):
 
 
 # ----------------------------------------------------------------------------- %context --cost
-
-
-@pytest.fixture
-def ip(make_ip: MakeIp, monkeypatch: pytest.MonkeyPatch) -> InteractiveShell:
-    monkeypatch.delenv("JUPYTER_MEMORY_EXTRACTION", raising=False)  # conftest turns it off
-    return make_ip()
 
 
 def test_context_cost_magic_prices_the_live_session_and_matches_the_saved_cells(ip, fake_api, tmp_path):

@@ -11,7 +11,7 @@ from shell_helpers import MakeIp, fails, run
 
 from jupyter_memory.agent.compaction import CLEARED_MARKER, SUMMARY_REQUEST_HEAD, SUMMARY_SECTIONS
 from jupyter_memory.localapi import ToolCall, Turn
-from jupyter_memory.magics.compact import CompactMagics, parse_line
+from jupyter_memory.magics.compact import parse_line
 from jupyter_memory.magics.state import state_for
 from jupyter_memory.widgets.compaction import COMPACTION_MIME, compaction_breakdown
 
@@ -22,11 +22,9 @@ SUMMARY = ("<analysis>private notes</analysis>\n<summary>\n1. Primary request an
 
 
 @pytest.fixture
-def ip(make_ip: MakeIp) -> InteractiveShell:
-    shell = make_ip(config=["Agent.model = 'claude-haiku-4-5'", "Agent.permission_mode = 'ask'"])
-    agent = shell.magics_manager.registry["Agent"]
-    shell.register_magics(CompactMagics(shell=shell, agent=agent))
-    return shell
+def haiku_ip(make_ip: MakeIp) -> InteractiveShell:
+    """The shell with a 200K-window main model, whose compaction thresholds the tests fill."""
+    return make_ip(config=["Agent.model = 'claude-haiku-4-5'", "Agent.permission_mode = 'ask'"])
 
 
 
@@ -48,11 +46,11 @@ def test_parse_line_keeps_instructions_verbatim():
         parse_line("--bogus")
 
 
-def test_compact_shows_boundary_folded_summary_and_undo(ip, fake_api):
+def test_compact_shows_boundary_folded_summary_and_undo(haiku_ip, fake_api):
     fake_api.script([Turn(text="There are 3 rows."), Turn(text=SUMMARY, expect=is_summary)])
-    run(ip, "%agent How many rows?")
-    before = list(session_of(ip).messages)
-    cap = run(ip, "%compact keep the user's numbers")
+    run(haiku_ip, "%agent How many rows?")
+    before = list(session_of(haiku_ip).messages)
+    cap = run(haiku_ip, "%compact keep the user's numbers")
     [out] = [o.data for o in cap.outputs if COMPACTION_MIME in o.data]
     assert {"text/html", "text/plain"} <= set(out)
     record = out[COMPACTION_MIME]
@@ -67,19 +65,19 @@ def test_compact_shows_boundary_folded_summary_and_undo(ip, fake_api):
     assert "keep the user's numbers" in prompt
     assert all(name in prompt for name in SUMMARY_SECTIONS)
 
-    assert session_of(ip).messages[0]["_meta"]["kind"] == "compact_summary"
-    cap = run(ip, "%compact --undo")
+    assert session_of(haiku_ip).messages[0]["_meta"]["kind"] == "compact_summary"
+    cap = run(haiku_ip, "%compact --undo")
     assert "Restored the conversation" in cap.stdout + str(cap.outputs[0].data)
-    assert all(a is b for a, b in zip(session_of(ip).messages, before, strict=True))
-    assert len(session_of(ip).messages) == len(before)
+    assert all(a is b for a, b in zip(session_of(haiku_ip).messages, before, strict=True))
+    assert len(session_of(haiku_ip).messages) == len(before)
 
 
-def test_compact_says_why_the_size_changed_as_it_did(ip, fake_api):
+def test_compact_says_why_the_size_changed_as_it_did(haiku_ip, fake_api):
     """A two-message conversation is shorter than its summary: the output says the request
     did not shrink and why, and how much of it a compaction can change at all."""
     fake_api.script([Turn(text="There are 3 rows."), Turn(text=SUMMARY, expect=is_summary)])
-    run(ip, "%agent How many rows?")
-    cap = run(ip, "%compact")
+    run(haiku_ip, "%agent How many rows?")
+    cap = run(haiku_ip, "%compact")
     [out] = [o.data for o in cap.outputs if COMPACTION_MIME in o.data]
     record = out[COMPACTION_MIME]
     assert record["post_tokens"] >= record["pre_tokens"]
@@ -108,51 +106,51 @@ def test_breakdown_of_a_compaction_that_saved_tokens():
     assert len(compaction_breakdown({"pre_tokens": 5, "post_tokens": 9, "summary": "x"})) == 2
 
 
-def test_cell_form_takes_instructions_from_the_body(ip, fake_api):
+def test_cell_form_takes_instructions_from_the_body(haiku_ip, fake_api):
     fake_api.script([Turn(text="ok"), Turn(text=SUMMARY, expect=is_summary)])
-    run(ip, "%agent hello")
-    run(ip, "%%compact\nFocus on the chart colours.")
+    run(haiku_ip, "%agent hello")
+    run(haiku_ip, "%%compact\nFocus on the chart colours.")
     assert "Focus on the chart colours." in json.dumps(fake_api.requests[-1].body["messages"][-1])
 
 
-def test_micro_clears_old_tool_outputs(ip, fake_api):
+def test_micro_clears_old_tool_outputs(haiku_ip, fake_api):
     for i in range(7):
         Path(f"f{i}.txt").write_text(f"file {i}\n")
     fake_api.script([
         Turn(tool_calls=[ToolCall("Read", {"file_path": f"f{i}.txt"}) for i in range(7)]),
         Turn(text="read"),
     ])
-    run(ip, "%config Agent.permission_mode = 'allow'")
-    run(ip, "%agent read them")
-    cap = run(ip, "%compact --micro")
+    run(haiku_ip, "%config Agent.permission_mode = 'allow'")
+    run(haiku_ip, "%agent read them")
+    cap = run(haiku_ip, "%compact --micro")
     assert "Cleared 2 old tool outputs" in cap.outputs[0].data["text/plain"]
-    assert json.dumps(session_of(ip).messages).count(CLEARED_MARKER) == 2
-    cap = run(ip, "%compact --micro")
+    assert json.dumps(session_of(haiku_ip).messages).count(CLEARED_MARKER) == 2
+    cap = run(haiku_ip, "%compact --micro")
     assert "Nothing to clear" in cap.stdout
 
 
-def test_messages_for_nothing_to_do_and_bad_options(ip):
-    assert "nothing to compact" in fails(ip, "%compact")
-    assert "no compaction to undo" in fails(ip, "%compact --undo")
-    assert "unknown option --bogus" in fails(ip, "%compact --bogus")
+def test_messages_for_nothing_to_do_and_bad_options(haiku_ip):
+    assert "nothing to compact" in fails(haiku_ip, "%compact")
+    assert "no compaction to undo" in fails(haiku_ip, "%compact --undo")
+    assert "unknown option --bogus" in fails(haiku_ip, "%compact --bogus")
 
 
-def test_status_lists_levels(ip):
-    out = run(ip, "%compact --status").stdout
+def test_status_lists_levels(haiku_ip):
+    out = run(haiku_ip, "%compact --status").stdout
     assert "autocompact 167,000" in out and "blocking 177,000" in out
-    data = json.loads(run(ip, "%compact --status --json").stdout)
+    data = json.loads(run(haiku_ip, "%compact --status --json").stdout)
     assert data["thresholds"]["effective"] == 180_000 and data["breaker_open"] is False
     assert data["model_window"] == 0 and "Agent.context_window" not in out
 
 
-def test_context_window_setting_shows_in_status_and_refuses_a_tiny_window(ip, caplog):
+def test_context_window_setting_shows_in_status_and_refuses_a_tiny_window(haiku_ip, caplog):
     try:
-        run(ip, "%config Agent.context_window = 60000")
-        out = run(ip, "%compact --status").stdout
+        run(haiku_ip, "%config Agent.context_window = 60000")
+        out = run(haiku_ip, "%compact --status").stdout
         assert "warning 7,000 · autocompact 27,000 · blocking 37,000" in out
         assert "set by Agent.context_window (claude-haiku-4-5's own is 200,000)" in out
-        ip.run_line_magic("config", "Agent.context_window = 1000")  # %config logs the refusal
+        haiku_ip.run_line_magic("config", "Agent.context_window = 1000")  # %config logs the refusal
         assert "at least 60,000" in caplog.text
-        assert ip.magics_manager.registry["Agent"].context_window == 60_000
+        assert haiku_ip.magics_manager.registry["Agent"].context_window == 60_000
     finally:  # the shell's config outlives the test
-        ip.run_line_magic("config", "Agent.context_window = 0")
+        haiku_ip.run_line_magic("config", "Agent.context_window = 0")

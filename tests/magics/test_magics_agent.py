@@ -5,33 +5,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from shell_helpers import MakeIp, fails, run
+from shell_helpers import fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.localapi import Fault, ToolCall, Turn
-
-
-@pytest.fixture
-def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "mem"
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(path))
-    return path
-
-
-
-
-@pytest.fixture
-def ip(make_ip: MakeIp, memdir: Path) -> InteractiveShell:
-    """The real IPython shell with the extension loaded and fresh agent state."""
-    return make_ip(memdir=memdir, config=["Agent.permission_mode = 'ask'"])
-
-
 
 
 def records(cap) -> list[dict]:

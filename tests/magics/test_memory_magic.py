@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extraction_router import MARKER
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from shell_helpers import fails, run
@@ -20,34 +21,6 @@ from jupyter_memory.magics.state import forget_state, state_for
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.archive import memdir_files
 from jupyter_memory.memdir.pending import PendingArea
-
-MARKER = "You are now the memory extraction agent"
-
-
-@pytest.fixture
-def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "mem"
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(path))
-    return path
-
-
-
-
-@pytest.fixture
-def ip(shell: InteractiveShell, tmp_path: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch):
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    forget_state(shell)
-    load_ipython_extension(shell)
-    yield shell
-    session = state_for(shell).session
-    hook = hook_for(session) if session is not None else None
-    if hook is not None:
-        hook.wait(30)
-    forget_state(shell)
-
-
 
 
 def remember(shell: InteractiveShell, options: str, body: str) -> str:

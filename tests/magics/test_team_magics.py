@@ -9,26 +9,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import MakeIp, fails, run
+from shell_helpers import fails, run
 
 from jupyter_memory.localapi import ToolCall, Turn
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
-@pytest.fixture
-def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "mem"
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(path))
+@pytest.fixture(autouse=True)
+def as_ana(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here is Ana at work: the author of what she shares."""
     monkeypatch.setenv("USER", "ana")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "ana")
-    return path
-
-
-@pytest.fixture
-def ip(make_ip: MakeIp, memdir: Path) -> InteractiveShell:
-    return make_ip(memdir=memdir)
 
 
 def text(cap) -> str:

@@ -21,12 +21,12 @@ from jupyter_memory.memdir.store import MemoryStore
 OLD_NS = 1_700_000_000_123_456_789
 
 
-def files_of(memdir: Path) -> dict[str, bytes]:
-    return {rel: path.read_bytes() for rel, path in memdir_files(memdir)}
+def files_of(mixed_memdir: Path) -> dict[str, bytes]:
+    return {rel: path.read_bytes() for rel, path in memdir_files(mixed_memdir)}
 
 
 @pytest.fixture
-def memdir(tmp_path: Path) -> Path:
+def mixed_memdir(tmp_path: Path) -> Path:
     """A memdir with the three real frontmatter shapes, CJK text, a subfolder and CRLF."""
     store = MemoryStore(tmp_path / "mem", session_id="11111111-2222-3333-4444-555555555555")
     store.create("revenue-in-cents", "sales.revenue is stored in cents", "project",
@@ -45,9 +45,9 @@ def memdir(tmp_path: Path) -> Path:
     return folder
 
 
-def test_export_then_import_into_an_empty_memdir_is_byte_for_byte(memdir, tmp_path):
+def test_export_then_import_into_an_empty_memdir_is_byte_for_byte(mixed_memdir, tmp_path):
     zip_path = tmp_path / "demo.zip"
-    report = export_memdir(memdir, zip_path)
+    report = export_memdir(mixed_memdir, zip_path)
     assert report.files == 6
     with zipfile.ZipFile(zip_path) as archive:
         names = set(archive.namelist())
@@ -55,30 +55,30 @@ def test_export_then_import_into_an_empty_memdir_is_byte_for_byte(memdir, tmp_pa
 
     target = tmp_path / "fresh" / "mem"
     result = import_archive(MemoryStore(target), zip_path)
-    assert files_of(target) == files_of(memdir)
+    assert files_of(target) == files_of(mixed_memdir)
     assert len(files_of(target)) == 6
     assert result.index == "written" and len(result.added) == 5
-    for rel, path in memdir_files(memdir):
+    for rel, path in memdir_files(mixed_memdir):
         assert (target / rel).stat().st_mtime_ns == path.stat().st_mtime_ns
     assert (target / "no_header.md").stat().st_mtime_ns == OLD_NS
     assert not (target / ".pending").exists()
 
 
-def test_export_refuses_to_overwrite_and_wants_zip(memdir, tmp_path):
+def test_export_refuses_to_overwrite_and_wants_zip(mixed_memdir, tmp_path):
     zip_path = tmp_path / "demo.zip"
-    export_memdir(memdir, zip_path)
+    export_memdir(mixed_memdir, zip_path)
     with pytest.raises(ArchiveError, match="already exists"):
-        export_memdir(memdir, zip_path)
-    export_memdir(memdir, zip_path, overwrite=True)
+        export_memdir(mixed_memdir, zip_path)
+    export_memdir(mixed_memdir, zip_path, overwrite=True)
     with pytest.raises(ArchiveError, match=r"\.zip"):
-        export_memdir(memdir, tmp_path / "demo.tar")
+        export_memdir(mixed_memdir, tmp_path / "demo.tar")
     with pytest.raises(ArchiveError, match="no memory folder"):
         export_memdir(tmp_path / "missing", tmp_path / "x.zip")
 
 
-def test_import_merges_into_a_memdir_with_memories(memdir, tmp_path):
+def test_import_merges_into_a_memdir_with_memories(mixed_memdir, tmp_path):
     zip_path = tmp_path / "demo.zip"
-    export_memdir(memdir, zip_path)
+    export_memdir(mixed_memdir, zip_path)
     store = MemoryStore(tmp_path / "other")
     store.create("role", "senior analyst", "user", "Senior analyst.\n")
     (store.memdir / "no_header.md").write_text("a different local note\n")
@@ -99,7 +99,7 @@ def test_import_merges_into_a_memdir_with_memories(memdir, tmp_path):
 
     forced = import_archive(store, zip_path, overwrite=True)
     assert forced.overwritten == ["no_header.md"]
-    assert (store.memdir / "no_header.md").read_bytes() == (memdir / "no_header.md").read_bytes()
+    assert (store.memdir / "no_header.md").read_bytes() == (mixed_memdir / "no_header.md").read_bytes()
 
 
 def _zip(path: Path, members: dict[str, bytes]) -> Path:

@@ -42,13 +42,6 @@ def reference_djb2(s: str) -> int:
     return abs(h)
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    home.mkdir()
-    return {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")}
-
-
 def write_json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -318,13 +311,6 @@ def test_transcripts_are_keyed_on_the_working_folder(
 
 
 # --- memdir precedence ---------------------------------------------------------------
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "proj"
-    folder.mkdir()
-    return Path(os.path.realpath(folder))
 
 
 def user_settings(env: dict[str, str]) -> Path:

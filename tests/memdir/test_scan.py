@@ -63,14 +63,15 @@ def make_memdir(root: Path, files: dict[str, str], *, start: float = NOW) -> Pat
 
 
 @pytest.fixture
-def memdir(tmp_path: Path) -> Path:
+def shapes_memdir(tmp_path: Path) -> Path:
+    """A memdir of every shape a memory file takes (``FILES``), and the files a scan skips."""
     root = make_memdir(tmp_path / "memory", FILES)
     make_memdir(root, IGNORED, start=NOW - 86_400 * 10)
     return root
 
 
-def test_every_shape_is_listed(memdir: Path) -> None:
-    memories = {m.file: m for m in scan(memdir, now=NOW)}
+def test_every_shape_is_listed(shapes_memdir: Path) -> None:
+    memories = {m.file: m for m in scan(shapes_memdir, now=NOW)}
     assert set(memories) == set(FILES)
     flat = memories["project_revenue_in_cents.md"]
     assert (flat.name, flat.type, flat.shape) == ("revenue-in-cents", "project", "flat")
@@ -94,17 +95,17 @@ def test_every_shape_is_listed(memdir: Path) -> None:
     assert broken.type == "user"
     sub = memories["team/db.md"]
     assert (sub.name, sub.type) == ("数据库", "reference")
-    assert sub.path == memdir / "team" / "db.md"
+    assert sub.path == shapes_memdir / "team" / "db.md"
     assert sub.bytes == len(FILES["team/db.md"].encode("utf-8"))
     assert memories["notes/MEMORY.md"].name == "nested index"
 
 
-def test_newest_first_and_limit(memdir: Path) -> None:
-    files = [m.file for m in scan(memdir, now=NOW)]
+def test_newest_first_and_limit(shapes_memdir: Path) -> None:
+    files = [m.file for m in scan(shapes_memdir, now=NOW)]
     assert files == list(FILES)
-    assert [m.file for m in scan(memdir, limit=2, now=NOW)] == list(FILES)[:2]
-    assert scan(memdir, limit=0) == []
-    ages = [m.age_days for m in scan(memdir, now=NOW + 3 * 86_400)]
+    assert [m.file for m in scan(shapes_memdir, limit=2, now=NOW)] == list(FILES)[:2]
+    assert scan(shapes_memdir, limit=0) == []
+    ages = [m.age_days for m in scan(shapes_memdir, now=NOW + 3 * 86_400)]
     assert set(ages) == {3}
 
 
@@ -115,9 +116,9 @@ def test_ties_are_ordered_by_file(tmp_path: Path) -> None:
     assert [m.file for m in scan(tmp_path)] == ["a.md", "b.md", "c.md"]
 
 
-def test_limit_reads_only_the_newest_files(memdir: Path) -> None:
+def test_limit_reads_only_the_newest_files(shapes_memdir: Path) -> None:
     cache = ScanCache()
-    scan(memdir, limit=3, cache=cache)
+    scan(shapes_memdir, limit=3, cache=cache)
     assert cache.files_read == 3
 
 
@@ -130,26 +131,26 @@ def test_only_the_first_30_lines_are_read(tmp_path: Path) -> None:
     assert memories["early.md"].name == "early"
 
 
-def test_indexed_follows_the_index(memdir: Path) -> None:
-    indexed = {m.file for m in scan(memdir) if m.indexed}
+def test_indexed_follows_the_index(shapes_memdir: Path) -> None:
+    indexed = {m.file for m in scan(shapes_memdir) if m.indexed}
     assert indexed == {"project_revenue_in_cents.md", "team/db.md"}
 
 
 def test_symlinks_leading_outside_are_skipped(tmp_path: Path) -> None:
-    memdir = make_memdir(tmp_path / "memory", {"a.md": "---\nname: a\n---\n"})
+    shapes_memdir = make_memdir(tmp_path / "memory", {"a.md": "---\nname: a\n---\n"})
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.md").write_text("---\nname: outside\n---\n")
-    (memdir / "link_out.md").symlink_to(outside / "secret.md")
-    (memdir / "dir_out").symlink_to(outside)
-    (memdir / "link_in.md").symlink_to(memdir / "a.md")
-    (memdir / "loop").symlink_to(memdir)
-    files = sorted(m.file for m in scan(memdir))
+    (shapes_memdir / "link_out.md").symlink_to(outside / "secret.md")
+    (shapes_memdir / "dir_out").symlink_to(outside)
+    (shapes_memdir / "link_in.md").symlink_to(shapes_memdir / "a.md")
+    (shapes_memdir / "loop").symlink_to(shapes_memdir)
+    files = sorted(m.file for m in scan(shapes_memdir))
     assert files == ["a.md", "link_in.md"]
 
 
 def test_unreadable_file_is_listed_with_error(
-    memdir: Path, monkeypatch: pytest.MonkeyPatch
+    shapes_memdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = scan_mod.read_head
 
@@ -159,7 +160,7 @@ def test_unreadable_file_is_listed_with_error(
         return real(path, max_lines)
 
     monkeypatch.setattr(scan_mod, "read_head", flaky)
-    memories = {m.file: m for m in scan(memdir)}
+    memories = {m.file: m for m in scan(shapes_memdir)}
     assert set(memories) == set(FILES)
     assert "Permission denied" in (memories["feedback_plots.md"].error or "")
     assert memories["feedback_plots.md"].name == "feedback_plots"
@@ -170,15 +171,15 @@ def test_missing_memdir_is_empty(tmp_path: Path) -> None:
     assert describe(tmp_path / "nope", "a.md") is None
 
 
-def test_describe_one_file(memdir: Path) -> None:
-    memory = describe(memdir, "./team/db.md")
+def test_describe_one_file(shapes_memdir: Path) -> None:
+    memory = describe(shapes_memdir, "./team/db.md")
     assert memory is not None and memory.file == "team/db.md" and memory.indexed
-    assert describe(memdir, "missing.md") is None
-    assert describe(memdir, "team") is None  # a folder
+    assert describe(shapes_memdir, "missing.md") is None
+    assert describe(shapes_memdir, "team") is None  # a folder
 
 
-def test_manifest_format(memdir: Path) -> None:
-    memories = scan(memdir, now=NOW)
+def test_manifest_format(shapes_memdir: Path) -> None:
+    memories = scan(shapes_memdir, now=NOW)
     lines = manifest(memories).split("\n")
     stamp = iso_utc(NOW)
     assert lines[0] == (
@@ -198,48 +199,48 @@ def test_manifest_omits_unknown_type(tmp_path: Path) -> None:
     assert manifest([memory]) == f"- x.md ({iso_utc(NOW)})"
 
 
-def test_warm_scan_reads_nothing(memdir: Path) -> None:
+def test_warm_scan_reads_nothing(shapes_memdir: Path) -> None:
     cache = ScanCache()
-    first = scan(memdir, cache=cache)
+    first = scan(shapes_memdir, cache=cache)
     assert cache.files_read == len(FILES)
-    second = scan(memdir, cache=cache)
+    second = scan(shapes_memdir, cache=cache)
     assert cache.files_read == len(FILES)
     assert [m.to_json() for m in first] == [m.to_json() for m in second]
     assert first[0] is not second[0]  # callers get their own records
 
 
-def test_cache_rereads_only_what_changed(memdir: Path) -> None:
+def test_cache_rereads_only_what_changed(shapes_memdir: Path) -> None:
     cache = ScanCache()
-    scan(memdir, cache=cache)
+    scan(shapes_memdir, cache=cache)
     base = cache.files_read
-    target = memdir / "team" / "db.md"
+    target = shapes_memdir / "team" / "db.md"
     stat = target.stat()
     os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000))
-    scan(memdir, cache=cache)
+    scan(shapes_memdir, cache=cache)
     assert cache.files_read == base + 1
     # same mtime, different size: still noticed
-    plain = memdir / "notes_plain.md"
+    plain = shapes_memdir / "notes_plain.md"
     before = plain.stat()
     plain.write_text("Changed text, longer than before.\n")
     os.utime(plain, ns=(before.st_atime_ns, before.st_mtime_ns))
-    memories = {m.file: m for m in scan(memdir, cache=cache)}
+    memories = {m.file: m for m in scan(shapes_memdir, cache=cache)}
     assert cache.files_read == base + 2
     assert memories["notes_plain.md"].bytes == plain.stat().st_size
 
 
-def test_cache_notices_index_changes_and_deletions(memdir: Path) -> None:
+def test_cache_notices_index_changes_and_deletions(shapes_memdir: Path) -> None:
     cache = ScanCache()
-    scan(memdir, cache=cache)
-    (memdir / "MEMORY.md").write_text("- [Plots](feedback_plots.md) — axes and units\n")
-    indexed = {m.file for m in scan(memdir, cache=cache) if m.indexed}
+    scan(shapes_memdir, cache=cache)
+    (shapes_memdir / "MEMORY.md").write_text("- [Plots](feedback_plots.md) — axes and units\n")
+    indexed = {m.file for m in scan(shapes_memdir, cache=cache) if m.indexed}
     assert indexed == {"feedback_plots.md"}
-    (memdir / "notes_plain.md").unlink()
-    scan(memdir, cache=cache)
+    (shapes_memdir / "notes_plain.md").unlink()
+    scan(shapes_memdir, cache=cache)
     assert len(cache) == len(FILES) - 1
 
 
-def test_list_files_skips_hidden_and_index(memdir: Path) -> None:
-    names = {entry.file for entry in list_files(memdir)}
+def test_list_files_skips_hidden_and_index(shapes_memdir: Path) -> None:
+    names = {entry.file for entry in list_files(shapes_memdir)}
     assert names == set(FILES)
 
 

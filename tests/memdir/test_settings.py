@@ -18,22 +18,8 @@ from jupyter_memory.memdir.trust import trust_folder
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    home.mkdir()
-    return {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")}
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "proj"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
-def files(root: Path, env: dict[str, str]) -> dict[str, Path]:
-    return settings_paths(root, env)
+def files(project: Path, env: dict[str, str]) -> dict[str, Path]:
+    return settings_paths(project, env)
 
 
 def put(path: Path, data: object) -> None:
@@ -41,17 +27,17 @@ def put(path: Path, data: object) -> None:
     path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
 
 
-def test_paths_of_the_three_files(root: Path, env: dict[str, str]) -> None:
-    paths = settings_paths(root, env)
+def test_paths_of_the_three_files(project: Path, env: dict[str, str]) -> None:
+    paths = settings_paths(project, env)
     assert paths == {
         "user": Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
-        "project": root / ".claude" / "settings.json",
-        "local": root / ".claude" / "settings.local.json",
+        "project": project / ".claude" / "settings.json",
+        "local": project / ".claude" / "settings.local.json",
     }
 
 
-def test_missing_files_are_empty(root: Path, env: dict[str, str]) -> None:
-    s = load_settings(root, env)
+def test_missing_files_are_empty(project: Path, env: dict[str, str]) -> None:
+    s = load_settings(project, env)
     assert [src.name for src in s.sources] == list(SOURCES)
     assert all(not src.exists and src.values == {} for src in s.sources)
     assert s.merged == {}
@@ -62,18 +48,18 @@ def test_missing_files_are_empty(root: Path, env: dict[str, str]) -> None:
     assert s.ignored_memory_directory is None
 
 
-def test_defaults_to_process_environment(root: Path, isolated_home: Path) -> None:
+def test_defaults_to_process_environment(project: Path, isolated_home: Path) -> None:
     put(isolated_home / ".claude" / "settings.json", {"cleanupPeriodDays": 9})
-    assert load_settings(root).cleanup_period_days == 9
+    assert load_settings(project).cleanup_period_days == 9
 
 
 def test_merge_precedence_and_per_source_values(
-    root: Path, env: dict[str, str], files: dict[str, Path]
+    project: Path, env: dict[str, str], files: dict[str, Path]
 ) -> None:
     put(files["user"], {"a": "user", "b": "user", "c": "user", "nested": {"x": 1, "y": 1}})
     put(files["project"], {"b": "project", "c": "project", "nested": {"y": 2}, "list": [1]})
     put(files["local"], {"c": "local", "list": [2]})
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     assert s.merged == {
         "a": "user",
         "b": "project",
@@ -104,11 +90,11 @@ def test_merge_precedence_and_per_source_values(
     ],
 )
 def test_broken_file_gives_a_warning_not_an_exception(
-    root: Path, env: dict[str, str], files: dict[str, Path], text: str, fragment: str
+    project: Path, env: dict[str, str], files: dict[str, Path], text: str, fragment: str
 ) -> None:
     put(files["project"], text)
     put(files["user"], {"cleanupPeriodDays": 7})
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     assert s.project == {}
     assert s.source("project").exists
     assert s.cleanup_period_days == 7  # the other files still count
@@ -117,45 +103,45 @@ def test_broken_file_gives_a_warning_not_an_exception(
 
 
 def test_unreadable_file_gives_a_warning(
-    root: Path, env: dict[str, str], files: dict[str, Path]
+    project: Path, env: dict[str, str], files: dict[str, Path]
 ) -> None:
     files["local"].mkdir(parents=True)  # a folder where the file should be
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     assert s.local == {}
     assert len(s.warnings) == 1 and str(files["local"]) in s.warnings[0]
 
 
 def test_invalid_utf8_gives_a_warning(
-    root: Path, env: dict[str, str], files: dict[str, Path]
+    project: Path, env: dict[str, str], files: dict[str, Path]
 ) -> None:
     files["user"].parent.mkdir(parents=True)
     files["user"].write_bytes(b'{"a": "\xff"}')
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     assert s.user == {} and len(s.warnings) == 1
 
 
 def test_blank_file_is_empty_without_warning(
-    root: Path, env: dict[str, str], files: dict[str, Path]
+    project: Path, env: dict[str, str], files: dict[str, Path]
 ) -> None:
     put(files["user"], "  \n")
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     assert s.user == {} and s.warnings == ()
 
 
 def test_cleanup_period_from_highest_precedence(
-    root: Path, env: dict[str, str], files: dict[str, Path]
+    project: Path, env: dict[str, str], files: dict[str, Path]
 ) -> None:
     put(files["user"], {"cleanupPeriodDays": 90})
     put(files["local"], {"cleanupPeriodDays": 0})
-    assert load_settings(root, env).cleanup_period_days == 0
+    assert load_settings(project, env).cleanup_period_days == 0
 
 
 @pytest.mark.parametrize("value", ["14", -1, 2.5, True, None])
 def test_bad_cleanup_period_falls_back_to_default(
-    root: Path, env: dict[str, str], files: dict[str, Path], value: object
+    project: Path, env: dict[str, str], files: dict[str, Path], value: object
 ) -> None:
     put(files["local"], {"cleanupPeriodDays": value})
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     assert s.cleanup_period_days == 30
     if value is None:
         assert s.warnings == ()  # null means unset
@@ -165,25 +151,25 @@ def test_bad_cleanup_period_falls_back_to_default(
 
 
 def test_auto_memory_enabled_per_source(
-    root: Path, env: dict[str, str], files: dict[str, Path]
+    project: Path, env: dict[str, str], files: dict[str, Path]
 ) -> None:
     put(files["user"], {"autoMemoryEnabled": True})
     put(files["project"], {"autoMemoryEnabled": False})
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     assert s.auto_memory_enabled is not None
     assert (s.auto_memory_enabled.value, s.auto_memory_enabled.source) == (False, "project")
     put(files["local"], {"autoMemoryEnabled": "yes"})
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     assert s.auto_memory_enabled is not None
     assert s.auto_memory_enabled.source == "project"
     assert any("autoMemoryEnabled" in w and str(files["local"]) in w for w in s.warnings)
 
 
 def test_memory_directory_from_local_then_user(
-    root: Path, env: dict[str, str], files: dict[str, Path]
+    project: Path, env: dict[str, str], files: dict[str, Path]
 ) -> None:
     put(files["user"], {"autoMemoryDirectory": "~/user-mem"})
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     chosen = s.memory_directory()
     assert chosen is not None
     assert (chosen.path, chosen.source, chosen.file, chosen.raw) == (
@@ -192,38 +178,38 @@ def test_memory_directory_from_local_then_user(
         files["user"],
         "~/user-mem",
     )
-    inside = root / "local-mem"
+    inside = project / "local-mem"
     put(files["local"], {"autoMemoryDirectory": str(inside)})
-    chosen = load_settings(root, env).memory_directory()
+    chosen = load_settings(project, env).memory_directory()
     assert chosen is not None and chosen.source == "user"  # an untrusted folder's file
-    trust_folder(root, env)
-    chosen = load_settings(root, env).memory_directory()
+    trust_folder(project, env)
+    chosen = load_settings(project, env).memory_directory()
     assert chosen is not None and (chosen.path, chosen.source) == (inside, "local")
     put(files["local"], {"autoMemoryDirectory": "/srv/local-mem"})  # outside the project
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     assert s.memory_directory() is not None and s.memory_directory().source == "user"
     assert any("outside the project" in n for n in s.memory_directory_notes())
 
 
 def test_memory_directory_in_shared_project_file_is_ignored(
-    root: Path, env: dict[str, str], files: dict[str, Path]
+    project: Path, env: dict[str, str], files: dict[str, Path]
 ) -> None:
     put(files["project"], {"autoMemoryDirectory": "~/.ssh"})
-    s = load_settings(root, env)
+    s = load_settings(project, env)
     assert s.memory_directory() is None
     assert s.ignored_memory_directory == files["project"]
     assert s.get("autoMemoryDirectory") == "~/.ssh"  # still visible in the raw merge
 
 
 def test_invalid_memory_directory_raises_only_when_asked(
-    root: Path, env: dict[str, str], files: dict[str, Path]
+    project: Path, env: dict[str, str], files: dict[str, Path]
 ) -> None:
     put(files["user"], {"autoMemoryDirectory": "relative/mem"})
-    s = load_settings(root, env)  # loading never raises on content
+    s = load_settings(project, env)  # loading never raises on content
     with pytest.raises(ConfigError, match="relative"):
         s.memory_directory()
 
 
-def test_unknown_source_name_is_a_clear_error(root: Path, env: dict[str, str]) -> None:
+def test_unknown_source_name_is_a_clear_error(project: Path, env: dict[str, str]) -> None:
     with pytest.raises(KeyError, match="user, project, local"):
-        load_settings(root, env).source("managed")
+        load_settings(project, env).source("managed")

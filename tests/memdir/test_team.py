@@ -395,7 +395,7 @@ def test_agent_writes_team_memory_through_its_tools(tmp_path: Path, fake_api,
 
 def test_extraction_agent_files_team_memories_by_the_scope_rules(tmp_path: Path, fake_api,
                                                                  monkeypatch) -> None:
-    from test_extraction import Router
+    from extraction_router import Router
 
     from jupyter_memory.agent.extraction import install
     from jupyter_memory.agent.loop import run_turn

@@ -6,12 +6,10 @@ import io
 import json
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
-from shell_helpers import MakeIp, fails, run
+from shell_helpers import fails, run
 
 from jupyter_memory.agent import lifecycle
 from jupyter_memory.cli import app as cli
@@ -29,13 +27,6 @@ def headless():
     trust._declined.clear()
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "sub").mkdir(parents=True)
-    return root.resolve()
-
-
 def jm(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = cli.main(list(argv), stdin=io.StringIO(""), stdout=out, stderr=err)
@@ -43,6 +34,7 @@ def jm(*argv: str) -> tuple[int, str, str]:
 
 
 def test_trust_list_and_revoke_from_the_command_line(project: Path) -> None:
+    (project / "sub").mkdir()
     assert not trust.is_trusted(project).trusted
     code, out, _ = jm("trust", str(project))
     assert code == 0 and f"Trusted {project}" in out
@@ -69,6 +61,7 @@ def test_trust_list_and_revoke_from_the_command_line(project: Path) -> None:
 
 def test_trust_defaults_to_the_project_root(project: Path) -> None:
     (project / ".git").mkdir()
+    (project / "sub").mkdir()
     code, out, _ = jm("trust", "--project", str(project / "sub"))
     assert code == 0 and str(project) in out and trust.is_trusted(project).granted_by == project
 
@@ -101,6 +94,7 @@ def test_claude_codes_own_record_is_honoured_and_never_written(
     body = {"projects": {str(project): {"hasTrustDialogAccepted": True,
                                         "hasClaudeMdExternalIncludesApproved": False}}}
     where.write_text(json.dumps(body))
+    (project / "sub").mkdir()
     decision = trust.is_trusted(project / "sub")
     assert decision.trusted and decision.source == "claude" and decision.record == where
     assert not trust.external_imports_approved(project).trusted
@@ -128,13 +122,6 @@ def test_untrusted_env_overrides_every_record(project: Path, monkeypatch) -> Non
     monkeypatch.setenv(trust.ENV_UNTRUSTED, "1")
     decision = trust.is_trusted(project)
     assert not decision.trusted and decision.source == "untrusted-env"
-
-
-@pytest.fixture
-def ip(make_ip: MakeIp, project: Path) -> Iterator[InteractiveShell]:
-    old = trust.set_prompter(None)
-    yield make_ip(project)
-    trust.set_prompter(old)
 
 
 def test_memory_trust_magic_trusts_and_turns_the_hooks_on(ip, project: Path, tmp_path: Path) -> None:

@@ -46,11 +46,8 @@ def write_memories(memdir: Path, count: int, *, indexed: int | None = None) -> N
 
 
 @pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Session:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    return Session(root, config=AgentConfig.from_env(recall_mode="index"))
+def session(project: Path, memdir: Path) -> Session:
+    return Session(project, config=AgentConfig.from_env(recall_mode="index"))
 
 
 def test_index_lookup_finds_the_first_entry_by_normalised_name():

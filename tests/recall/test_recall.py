@@ -26,11 +26,8 @@ EVAL = ROOT / "tests" / "recall_eval"
 
 
 @pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Session:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    return Session(root, config=AgentConfig.from_env(recall_mode="prefetch"))
+def session(project: Path, memdir: Path) -> Session:
+    return Session(project, config=AgentConfig.from_env(recall_mode="prefetch"))
 
 
 def mem(file: str, description: str, kind: str = "project", name: str = "") -> Any:

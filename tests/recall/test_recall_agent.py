@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,12 +29,8 @@ SELECTOR = "select_memories"
 OLD = time.time() - 5 * 86_400
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    return root
+# Every session here works on the test's memdir (the `memdir` fixture, tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("memdir")
 
 
 make_session = partial(shared_session, recall_mode="prefetch")

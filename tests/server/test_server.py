@@ -88,10 +88,10 @@ def jp_server_config() -> dict[str, Any]:
 
 
 @pytest.fixture
-def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def seeded_memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A seeded memdir chosen with JUPYTER_MEMORY_DIR, outside the server root."""
-    memdir = tmp_path / "memdir"
-    store = MemoryStore(memdir)
+    path = tmp_path / "memdir"
+    store = MemoryStore(path)
     store.create(
         "revenue-in-cents",
         "The sales.revenue column is stored in cents",
@@ -99,7 +99,7 @@ def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "Divide by 100 before any aggregate.\n",
     )
     store.create("ana-role", "Ana is a data scientist on the growth team", "user", "Role.\n")
-    (memdir / "team").mkdir()
+    (path / "team").mkdir()
     store.create(
         "db-hosts",
         "Where the warehouse lives",
@@ -107,8 +107,8 @@ def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "See the wiki.\n",
         file="team/db.md",
     )
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(memdir))
-    return memdir
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(path))
+    return path
 
 
 @pytest.fixture
@@ -185,42 +185,42 @@ def _error(status: int, reply: Any, expected: int) -> str:
 # --------------------------------------------------------------------------- reads
 
 
-def test_list_gives_the_cli_records_and_the_location(call, memdir, notebook):
+def test_list_gives_the_cli_records_and_the_location(call, seeded_memdir, notebook):
     status, reply = call("memories", params={"path": notebook})
     assert status == 200, reply
     files = {m["file"] for m in reply["memories"]}
-    assert files == {m.file for m in MemoryStore(memdir).list()}
+    assert files == {m.file for m in MemoryStore(seeded_memdir).list()}
     assert len(files) == 3 and "team/db.md" in files
     record = next(m for m in reply["memories"] if m["name"] == "revenue-in-cents")
-    assert record == MemoryStore(memdir).get(record["file"]).to_json()
+    assert record == MemoryStore(seeded_memdir).get(record["file"]).to_json()
     assert {"file", "name", "description", "type", "mtime", "age_days", "bytes", "indexed"} <= set(
         record
     )
-    assert reply["location"]["memdir"] == str(memdir)
+    assert reply["location"]["memdir"] == str(seeded_memdir)
     assert reply["location"]["source"] == "env"
     assert reply["location"]["server_path"] is None  # the memdir is outside the root
-    assert reply["stamp"] == memdir_stamp(memdir)
+    assert reply["stamp"] == memdir_stamp(seeded_memdir)
 
 
-def test_read_returns_the_whole_text(call, memdir, notebook):
-    store = MemoryStore(memdir)
+def test_read_returns_the_whole_text(call, seeded_memdir, notebook):
+    store = MemoryStore(seeded_memdir)
     file = store.get("revenue-in-cents").file
     status, reply = call("memories", file, params={"path": notebook})
     assert status == 200, reply
-    assert reply["text"] == (memdir / file).read_text(encoding="utf-8")
+    assert reply["text"] == (seeded_memdir / file).read_text(encoding="utf-8")
     assert reply["name"] == "revenue-in-cents"
     status, reply = call("memories", "team/db.md", params={"path": notebook})
     assert status == 200 and reply["file"] == "team/db.md", reply
 
 
-def test_read_of_a_missing_memory_is_404(call, memdir, notebook):
+def test_read_of_a_missing_memory_is_404(call, seeded_memdir, notebook):
     status, reply = call("memories", "nope.md", params={"path": notebook})
     assert "nope.md" in _error(status, reply, 404)
     assert reply["error"] == "MemoryNotFound"
 
 
-def test_doctor_index_and_stamp(call, memdir, notebook):
-    (memdir / "ghost.md").write_text("---\nname: ghost\ntype: user\n---\nx\n", encoding="utf-8")
+def test_doctor_index_and_stamp(call, seeded_memdir, notebook):
+    (seeded_memdir / "ghost.md").write_text("---\nname: ghost\ntype: user\n---\nx\n", encoding="utf-8")
     status, reply = call("doctor", params={"path": notebook})
     assert status == 200, reply
     codes = {(f["code"], f["file"]) for f in reply["findings"]}
@@ -232,8 +232,8 @@ def test_doctor_index_and_stamp(call, memdir, notebook):
     assert "revenue-in-cents" in reply["text"] and reply["truncated"] is False
 
     status, first = call("stamp", params={"path": notebook})
-    assert status == 200 and first["stamp"] == memdir_stamp(memdir)
-    (memdir / "ghost.md").unlink()
+    assert status == 200 and first["stamp"] == memdir_stamp(seeded_memdir)
+    (seeded_memdir / "ghost.md").unlink()
     status, second = call("stamp", params={"path": notebook})
     assert second["stamp"] != first["stamp"]
 
@@ -241,7 +241,7 @@ def test_doctor_index_and_stamp(call, memdir, notebook):
 # --------------------------------------------------------------------------- writes
 
 
-def test_create_writes_the_file_and_the_index(call, memdir, notebook):
+def test_create_writes_the_file_and_the_index(call, seeded_memdir, notebook):
     body = {
         "name": "no-full-frames",
         "description": "Never print whole data frames",
@@ -251,18 +251,18 @@ def test_create_writes_the_file_and_the_index(call, memdir, notebook):
     status, reply = call("memories", method="POST", body=body, params={"path": notebook})
     assert status == 201, reply
     assert reply["created"] is True
-    path = memdir / reply["file"]
+    path = seeded_memdir / reply["file"]
     assert "Use head()." in path.read_text(encoding="utf-8")
-    assert reply["file"] in (memdir / "MEMORY.md").read_text(encoding="utf-8")
+    assert reply["file"] in (seeded_memdir / "MEMORY.md").read_text(encoding="utf-8")
     assert reply["memory"]["description"] == "Never print whole data frames"
 
     status, again = call("memories", method="POST", body=body, params={"path": notebook})
     assert "already exists" in _error(status, again, 409)
 
 
-def test_update_changes_only_what_was_sent(call, memdir, notebook):
-    file = MemoryStore(memdir).get("ana-role").file
-    before = (memdir / file).read_text(encoding="utf-8")
+def test_update_changes_only_what_was_sent(call, seeded_memdir, notebook):
+    file = MemoryStore(seeded_memdir).get("ana-role").file
+    before = (seeded_memdir / file).read_text(encoding="utf-8")
     status, reply = call(
         "memories",
         file,
@@ -271,24 +271,24 @@ def test_update_changes_only_what_was_sent(call, memdir, notebook):
         params={"path": notebook},
     )
     assert status == 200, reply
-    after = (memdir / file).read_text(encoding="utf-8")
+    after = (seeded_memdir / file).read_text(encoding="utf-8")
     assert "Ana leads growth analytics" in after
     assert after.split("---", 2)[2] == before.split("---", 2)[2]  # body untouched
     assert reply["memory"]["description"] == "Ana leads growth analytics"
 
 
-def test_forget_deletes_file_and_index_line(call, memdir, notebook):
-    file = MemoryStore(memdir).get("revenue-in-cents").file
+def test_forget_deletes_file_and_index_line(call, seeded_memdir, notebook):
+    file = MemoryStore(seeded_memdir).get("revenue-in-cents").file
     status, reply = call("memories", file, method="DELETE", params={"path": notebook})
     assert status == 200, reply
     assert reply["deleted"] is True
-    assert not (memdir / file).exists()
-    assert file not in (memdir / "MEMORY.md").read_text(encoding="utf-8")
+    assert not (seeded_memdir / file).exists()
+    assert file not in (seeded_memdir / "MEMORY.md").read_text(encoding="utf-8")
     status, reply = call("memories", file, method="DELETE", params={"path": notebook})
     _error(status, reply, 404)
 
 
-def test_secrets_are_refused(call, memdir, notebook):
+def test_secrets_are_refused(call, seeded_memdir, notebook):
     body = {
         "name": "aws",
         "description": "the key",
@@ -298,7 +298,7 @@ def test_secrets_are_refused(call, memdir, notebook):
     status, reply = call("memories", method="POST", body=body, params={"path": notebook})
     _error(status, reply, 400)
     assert reply["error"] == "SecretRefused"
-    assert not any("aws" in p.name for p in memdir.iterdir())
+    assert not any("aws" in p.name for p in seeded_memdir.iterdir())
 
 
 # --------------------------------------------------------------------------- refusals
@@ -317,15 +317,15 @@ def test_secrets_are_refused(call, memdir, notebook):
         ("GET", ("stamp",), None),
     ],
 )
-def test_requests_without_a_token_are_refused(call, memdir, notebook, method, parts, body):
-    before = sorted(p.name for p in memdir.rglob("*"))
-    index_before = (memdir / "MEMORY.md").read_bytes()
+def test_requests_without_a_token_are_refused(call, seeded_memdir, notebook, method, parts, body):
+    before = sorted(p.name for p in seeded_memdir.rglob("*"))
+    index_before = (seeded_memdir / "MEMORY.md").read_bytes()
     status, _reply = call(
         *parts, method=method, body=body, params={"path": notebook}, headers={"Authorization": ""}
     )
     assert status in (401, 403)
-    assert sorted(p.name for p in memdir.rglob("*")) == before
-    assert (memdir / "MEMORY.md").read_bytes() == index_before
+    assert sorted(p.name for p in seeded_memdir.rglob("*")) == before
+    assert (seeded_memdir / "MEMORY.md").read_bytes() == index_before
 
 
 @pytest.mark.parametrize(
@@ -337,8 +337,8 @@ def test_requests_without_a_token_are_refused(call, memdir, notebook, method, pa
         "%2Fetc%2Fsecret.md",
     ],
 )
-def test_memory_paths_that_leave_the_memdir_are_refused(raw_call, memdir, notebook, encoded):
-    secret = memdir.parent / "secret.md"
+def test_memory_paths_that_leave_the_memdir_are_refused(raw_call, seeded_memdir, notebook, encoded):
+    secret = seeded_memdir.parent / "secret.md"
     secret.write_text("outside\n", encoding="utf-8")
     for method in ("GET", "DELETE"):
         status, reply = raw_call(f"/{API}/memories/{encoded}?path={notebook}", method=method)
@@ -347,21 +347,21 @@ def test_memory_paths_that_leave_the_memdir_are_refused(raw_call, memdir, notebo
     assert secret.read_text(encoding="utf-8") == "outside\n"
 
 
-def test_plain_dotdot_in_the_url_is_refused(call, memdir, notebook):
-    (memdir.parent / "secret.md").write_text("outside\n", encoding="utf-8")
+def test_plain_dotdot_in_the_url_is_refused(call, seeded_memdir, notebook):
+    (seeded_memdir.parent / "secret.md").write_text("outside\n", encoding="utf-8")
     status, reply = call("memories", "../secret.md", params={"path": notebook})
     _error(status, reply, 403)
 
 
-def test_symlink_out_of_the_memdir_is_refused(call, memdir, notebook):
-    outside = memdir.parent / "outside.md"
+def test_symlink_out_of_the_memdir_is_refused(call, seeded_memdir, notebook):
+    outside = seeded_memdir.parent / "outside.md"
     outside.write_text("---\nname: outside\n---\nprivate\n", encoding="utf-8")
-    (memdir / "link.md").symlink_to(outside)
+    (seeded_memdir / "link.md").symlink_to(outside)
     for method in ("GET", "DELETE"):
         status, reply = call("memories", "link.md", method=method, params={"path": notebook})
         assert "outside the memory folder" in _error(status, reply, 403)
     assert outside.read_text(encoding="utf-8").endswith("private\n")
-    assert (memdir / "link.md").is_symlink()
+    assert (seeded_memdir / "link.md").is_symlink()
 
 
 @pytest.mark.parametrize(
@@ -376,7 +376,7 @@ def test_symlink_out_of_the_memdir_is_refused(call, memdir, notebook):
     ],
 )
 def test_notebook_paths_outside_the_root_are_refused(
-    call, memdir, notebook, jp_root_dir, tmp_path, path, expected
+    call, seeded_memdir, notebook, jp_root_dir, tmp_path, path, expected
 ):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -412,25 +412,25 @@ def test_notebook_paths_outside_the_root_are_refused(
         ),
     ],
 )
-def test_bad_create_requests_get_a_clear_400(call, memdir, notebook, body, words):
+def test_bad_create_requests_get_a_clear_400(call, seeded_memdir, notebook, body, words):
     status, reply = call("memories", method="POST", body=body, params={"path": notebook})
     assert words in _error(status, reply, 400)
 
 
 @pytest.mark.parametrize("opener", ["[", '{"a":'])
-def test_deeply_nested_json_gets_a_clear_400(call, memdir, notebook, opener):
+def test_deeply_nested_json_gets_a_clear_400(call, seeded_memdir, notebook, opener):
     """Issue 16 break 9: 100,000 levels used to exhaust the decoder's stack (a 500)."""
     body = opener * 100_000
     status, reply = call("memories", method="POST", body=body, params={"path": notebook})
     assert "nested too deeply" in _error(status, reply, 400)
 
 
-def test_symlinked_index_is_never_served(call, memdir, notebook, tmp_path):
+def test_symlinked_index_is_never_served(call, seeded_memdir, notebook, tmp_path):
     """Issue 16 break 2: GET /index served whatever a linked MEMORY.md pointed at."""
     credentials = tmp_path / "credentials"
     credentials.write_text("[default]\naws_secret_access_key = hidden-value\n", encoding="utf-8")
-    (memdir / "MEMORY.md").unlink()
-    (memdir / "MEMORY.md").symlink_to(credentials)
+    (seeded_memdir / "MEMORY.md").unlink()
+    (seeded_memdir / "MEMORY.md").symlink_to(credentials)
     status, reply = call("index", params={"path": notebook})
     assert "symbolic link" in _error(status, reply, 403)
     assert "hidden-value" not in json.dumps(reply)
@@ -442,17 +442,17 @@ def test_symlinked_index_is_never_served(call, memdir, notebook, tmp_path):
     assert "index_symlink" in {f["code"] for f in reply["findings"]}
 
 
-def test_secret_in_the_hook_is_refused(call, memdir, notebook):
+def test_secret_in_the_hook_is_refused(call, seeded_memdir, notebook):
     """Issue 16 break 4: the index line ("hook") was never checked."""
     body = {"name": "ci", "description": "the CI token", "type": "reference", "body": "See CI.",
             "hook": "token " + "gh" + "p_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"}
     status, reply = call("memories", method="POST", body=body, params={"path": notebook})
     assert "index line" in _error(status, reply, 400)
-    assert not (memdir / "reference_ci.md").exists()
-    assert "a1B2c3D4" not in (memdir / "MEMORY.md").read_text(encoding="utf-8")
+    assert not (seeded_memdir / "reference_ci.md").exists()
+    assert "a1B2c3D4" not in (seeded_memdir / "MEMORY.md").read_text(encoding="utf-8")
 
 
-def test_bad_update_requests_get_a_clear_400(call, memdir, notebook):
+def test_bad_update_requests_get_a_clear_400(call, seeded_memdir, notebook):
     status, reply = call(
         "memories", "user_ana_role.md", method="PUT", body="{}", params={"path": notebook}
     )
@@ -484,9 +484,9 @@ def test_each_notebook_folder_is_its_own_project(call, jp_root_dir, tmp_path, mo
 def test_memdir_under_the_root_can_be_opened_in_the_editor(
     call, jp_root_dir, monkeypatch, notebook
 ):
-    memdir = jp_root_dir / "notes" / "memory"
-    MemoryStore(memdir).create("x", "d", "user", "b\n")
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(memdir))
+    seeded_memdir = jp_root_dir / "notes" / "memory"
+    MemoryStore(seeded_memdir).create("x", "d", "user", "b\n")
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(seeded_memdir))
     _, reply = call("memories", params={"path": notebook})
     assert reply["location"]["server_path"] == "notes/memory"
 
@@ -515,16 +515,16 @@ def test_notebook_folder_and_server_relative(tmp_path):
 
 
 def test_stamp_follows_names_mtimes_and_the_index(tmp_path):
-    memdir = tmp_path / "m"
-    missing = memdir_stamp(memdir)
-    store = MemoryStore(memdir)
+    seeded_memdir = tmp_path / "m"
+    missing = memdir_stamp(seeded_memdir)
+    store = MemoryStore(seeded_memdir)
     store.create("a", "d", "user", "b\n")
-    first = memdir_stamp(memdir)
-    assert first != missing and memdir_stamp(memdir) == first
-    path = memdir / store.get("a").file
+    first = memdir_stamp(seeded_memdir)
+    assert first != missing and memdir_stamp(seeded_memdir) == first
+    path = seeded_memdir / store.get("a").file
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    assert memdir_stamp(memdir) != first
+    assert memdir_stamp(seeded_memdir) != first
 
 
 # --------------------------------------------------------------------------- packaging

@@ -466,8 +466,8 @@ def test_default_path_is_beside_the_notebook(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def ip(make_ip: MakeIp, tmp_path: Path) -> InteractiveShell:
-    project = tmp_path / "proj"
+def seeded_ip(make_ip: MakeIp, project: Path) -> InteractiveShell:
+    """The shell in ``project``, whose memdir ``project/memory`` holds one memory."""
     return make_ip(project, memdir=seed_memory(project))
 
 
@@ -495,90 +495,90 @@ def test_subcommands_are_only_exact_first_words_with_fitting_arguments() -> None
         assert parse_subcommand(prompt) is None, prompt
 
 
-def test_record_then_replay_through_the_magics(ip, fake_api, monkeypatch, tmp_path) -> None:
+def test_record_then_replay_through_the_magics(seeded_ip, fake_api, monkeypatch, tmp_path) -> None:
     fake_api.script([Turn(text="First answer."), Turn(text="Second answer.")])
-    cap, _ = run(ip, "%agent record demo.recording.json")
+    cap, _ = run(seeded_ip, "%agent record demo.recording.json")
     assert "Recording every model exchange to demo.recording.json" in cap.stdout
-    assert answers(run(ip, "%%agent\nWhat is in memory?")[0]) == ["First answer."]
-    assert answers(run(ip, "%agent And then?")[0]) == ["Second answer."]
-    assert "2 exchanges" in run(ip, "%agent status")[0].stdout
-    assert "Stopped recording" in run(ip, "%agent record off")[0].stdout
+    assert answers(run(seeded_ip, "%%agent\nWhat is in memory?")[0]) == ["First answer."]
+    assert answers(run(seeded_ip, "%agent And then?")[0]) == ["Second answer."]
+    assert "2 exchanges" in run(seeded_ip, "%agent status")[0].stdout
+    assert "Stopped recording" in run(seeded_ip, "%agent record off")[0].stdout
 
     offline(monkeypatch)
-    forget_state(ip)
-    load_ipython_extension(ip)  # a fresh kernel
-    cap, _ = run(ip, "%agent replay demo.recording.json")
+    forget_state(seeded_ip)
+    load_ipython_extension(seeded_ip)  # a fresh kernel
+    cap, _ = run(seeded_ip, "%agent replay demo.recording.json")
     assert "Replaying 2 recorded model exchanges from demo.recording.json" in cap.stdout
-    assert answers(run(ip, "%%agent\nWhat is in memory?")[0]) == ["First answer."]
-    assert "replaying" in run(ip, "%agent status")[0].stdout
-    cap, result = run(ip, "%agent And then, differently?")
+    assert answers(run(seeded_ip, "%%agent\nWhat is in memory?")[0]) == ["First answer."]
+    assert "replaying" in run(seeded_ip, "%agent status")[0].stdout
+    cap, result = run(seeded_ip, "%agent And then, differently?")
     assert isinstance(result.error_in_exec, UsageError)
     assert "First difference at messages[" in str(result.error_in_exec)
     assert answers(cap) == []
-    assert "Stopped replaying" in run(ip, "%agent replay off")[0].stdout
+    assert "Stopped replaying" in run(seeded_ip, "%agent replay off")[0].stdout
 
 
-def test_replay_setting_in_the_environment_wins_over_record(ip, fake_api, monkeypatch) -> None:
+def test_replay_setting_in_the_environment_wins_over_record(seeded_ip, fake_api, monkeypatch) -> None:
     fake_api.script([Turn(text="Recorded answer.")])
-    run(ip, "%agent record env.recording.json")
-    run(ip, "%agent Hello there")
-    run(ip, "%agent record off")
+    run(seeded_ip, "%agent record env.recording.json")
+    run(seeded_ip, "%agent Hello there")
+    run(seeded_ip, "%agent record off")
     offline(monkeypatch)
     monkeypatch.setenv(record.REPLAY_ENV, "env.recording.json")
-    forget_state(ip)
-    load_ipython_extension(ip)
-    cap, _ = run(ip, "%agent record env.recording.json")
+    forget_state(seeded_ip)
+    load_ipython_extension(seeded_ip)
+    cap, _ = run(seeded_ip, "%agent record env.recording.json")
     assert "(JUPYTER_MEMORY_REPLAY)" in cap.stdout and "instead of recording" in cap.stdout
-    assert answers(run(ip, "%agent Hello there")[0]) == ["Recorded answer."]
+    assert answers(run(seeded_ip, "%agent Hello there")[0]) == ["Recorded answer."]
 
 
-def test_missing_recording_fails_the_cell(ip, monkeypatch) -> None:
+def test_missing_recording_fails_the_cell(seeded_ip, monkeypatch) -> None:
     offline(monkeypatch)
-    _, result = run(ip, "%agent replay nowhere.recording.json")
+    _, result = run(seeded_ip, "%agent replay nowhere.recording.json")
     assert isinstance(result.error_in_exec, UsageError)
     assert "No recording at nowhere.recording.json" in str(result.error_in_exec)
 
 
-def test_a_changed_system_prompt_through_the_magics(ip, fake_api, monkeypatch) -> None:
+def test_a_changed_system_prompt_through_the_magics(seeded_ip, fake_api, monkeypatch) -> None:
     """``%agent replay`` warns in the cell's stderr; ``%agent replay --strict`` fails it."""
     from jupyter_memory.context import prompts
 
     fake_api.script([Turn(text="Recorded answer.")])
-    run(ip, "%agent record p.recording.json")
-    run(ip, "%agent Hello there")
-    run(ip, "%agent record off")
+    run(seeded_ip, "%agent record p.recording.json")
+    run(seeded_ip, "%agent Hello there")
+    run(seeded_ip, "%agent record off")
     offline(monkeypatch)
     monkeypatch.setattr(prompts, "IDENTITY", prompts.IDENTITY.replace(
         "Be direct and concrete.", "Be brief and concrete."))
-    forget_state(ip)
-    load_ipython_extension(ip)
-    run(ip, "%agent replay p.recording.json")
-    cap, result = run(ip, "%agent Hello there")
+    forget_state(seeded_ip)
+    load_ipython_extension(seeded_ip)
+    run(seeded_ip, "%agent replay p.recording.json")
+    cap, result = run(seeded_ip, "%agent Hello there")
     assert result.error_in_exec is None and answers(cap) == ["Recorded answer."]
     assert "Replay warning" in cap.stderr and "the system prompt" in cap.stderr
     assert "Be brief" in cap.stderr
 
-    forget_state(ip)
-    load_ipython_extension(ip)
-    cap, _ = run(ip, "%agent replay --strict p.recording.json")
+    forget_state(seeded_ip)
+    load_ipython_extension(seeded_ip)
+    cap, _ = run(seeded_ip, "%agent replay --strict p.recording.json")
     assert "(strict matching)" in cap.stdout
-    assert "strict matching" in run(ip, "%agent status")[0].stdout
-    cap, result = run(ip, "%agent Hello there")
+    assert "strict matching" in run(seeded_ip, "%agent status")[0].stdout
+    cap, result = run(seeded_ip, "%agent Hello there")
     assert isinstance(result.error_in_exec, UsageError) and answers(cap) == []
     message = str(result.error_in_exec)
     assert "First difference at system[0].text" in message and "Be brief" in message
 
 
-def test_agent_new_starts_a_fresh_session_in_the_same_kernel(ip, fake_api) -> None:
+def test_agent_new_starts_a_fresh_session_in_the_same_kernel(seeded_ip, fake_api) -> None:
     fake_api.script([Turn(text="One."), Turn(text="Two.")])
-    run(ip, "%agent First question")
-    before = state_for(ip).session
-    cap, _ = run(ip, "%agent new")
-    after = state_for(ip).session
+    run(seeded_ip, "%agent First question")
+    before = state_for(seeded_ip).session
+    cap, _ = run(seeded_ip, "%agent new")
+    after = state_for(seeded_ip).session
     assert after is not before and after.session_id != before.session_id
     assert after.messages == [] and f"previous one ({before.session_id}) ended" in cap.stdout
     assert after.session_id not in cap.stdout
-    run(ip, "%agent Second question")
+    run(seeded_ip, "%agent Second question")
     assert len(fake_api.requests[1].body["messages"]) == 1  # the conversation started over
 
 

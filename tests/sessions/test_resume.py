@@ -323,8 +323,8 @@ def test_transcript_list_previews_the_question_not_the_cells_before_it(tmp_path:
 
 
 @pytest.fixture
-def ip(make_ip: MakeIp, tmp_path: Path) -> InteractiveShell:
-    project = tmp_path / "proj"
+def seeded_ip(make_ip: MakeIp, project: Path) -> InteractiveShell:
+    """The shell in ``project``, whose memdir ``project/memory`` holds one memory."""
     seed_memory(project)
     return make_ip(project, memdir=project / "memory")
 
@@ -335,38 +335,38 @@ def cell_record(cap) -> dict:
     return [o.data[TURN_MIME] for o in cap.outputs if TURN_MIME in o.data][-1]
 
 
-def test_kernel_restart_resumes_from_the_notebook_on_the_next_turn(ip, fake_api, monkeypatch) -> None:
+def test_kernel_restart_resumes_from_the_notebook_on_the_next_turn(seeded_ip, fake_api, monkeypatch) -> None:
     fake_api.responder = responder
-    first = cell_record(run(ip, "%%agent\nHello there"))
-    second = cell_record(run(ip, "%agent thanks, bye"))
+    first = cell_record(run(seeded_ip, "%%agent\nHello there"))
+    second = cell_record(run(seeded_ip, "%agent thanks, bye"))
     path = save(notebook_of([("%%agent\nHello there", first), ("%agent thanks, bye", second)]),
                 Path.cwd() / "analysis.ipynb")
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))
 
-    forget_state(ip)
-    load_ipython_extension(ip)  # the kernel restarted: a fresh session
-    cap = run(ip, "%%agent\nagain please")
+    forget_state(seeded_ip)
+    load_ipython_extension(seeded_ip)  # the kernel restarted: a fresh session
+    cap = run(seeded_ip, "%%agent\nagain please")
     assert "Resumed 2 turns from analysis.ipynb" in cap.stdout
     sent = json.dumps(fake_api.requests[-1].body["messages"])
     assert "Hello there" in sent and "thanks, bye" in sent and "again please" in sent
     assert cell_record(cap)["turn"] == 3
-    assert "Resumed" not in run(ip, "%agent and more").stdout  # only once per session
+    assert "Resumed" not in run(seeded_ip, "%agent and more").stdout  # only once per session
 
 
-def test_auto_resume_can_be_switched_off_and_resume_is_explicit(ip, fake_api, monkeypatch) -> None:
+def test_auto_resume_can_be_switched_off_and_resume_is_explicit(seeded_ip, fake_api, monkeypatch) -> None:
     fake_api.responder = responder
-    first = cell_record(run(ip, "%%agent\nHello there"))
+    first = cell_record(run(seeded_ip, "%%agent\nHello there"))
     path = save(notebook_of([("%%agent\nHello there", first)]), Path.cwd() / "analysis.ipynb")
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))
-    forget_state(ip)
-    load_ipython_extension(ip)
-    run(ip, "%config Agent.auto_resume = False")
-    assert "Resumed" not in run(ip, "%agent fresh start").stdout
+    forget_state(seeded_ip)
+    load_ipython_extension(seeded_ip)
+    run(seeded_ip, "%config Agent.auto_resume = False")
+    assert "Resumed" not in run(seeded_ip, "%agent fresh start").stdout
     assert "Hello there" not in json.dumps(fake_api.requests[-1].body["messages"])
-    cap = run(ip, "%agent resume")
+    cap = run(seeded_ip, "%agent resume")
     assert "Resumed 1 turn from analysis.ipynb" in cap.stdout
-    status = run(ip, "%agent status").stdout
+    status = run(seeded_ip, "%agent status").stdout
     assert "1 turns" in status and "analysis.ipynb" in status
-    cap = run(ip, "%agent resume the analysis of last week")  # a prompt, not the subcommand
+    cap = run(seeded_ip, "%agent resume the analysis of last week")  # a prompt, not the subcommand
     assert "Resumed" not in cap.stdout and "week" in json.dumps(fake_api.requests[-1].body)
-    assert "No session log" in fails(ip, "%agent resume nowhere.jsonl")
+    assert "No session log" in fails(seeded_ip, "%agent resume nowhere.jsonl")

@@ -7,23 +7,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 from sessions import make_session
-from shell_helpers import MakeIp, fails, run
+from shell_helpers import fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
+from jupyter_memory.agent.session import Session
 from jupyter_memory.context.pricing import report
 from jupyter_memory.sessions.sandbox import SandboxError, sandbox_of, stop_sandbox, use_sandbox
 
 
 @pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    root = tmp_path / "proj"
-    root.mkdir()
-    s = make_session(root)
+def session(project: Path, memdir: Path) -> Iterator[Session]:
+    """A session with no model configured (tests/conftest.py removes every ANTHROPIC_
+    variable), its sandbox stopped at the end."""
+    s = make_session(project)
     yield s
     stop_sandbox(s)
 
@@ -74,15 +71,6 @@ def test_bad_requests_say_what_to_do(session, tmp_path):
     with pytest.raises(SandboxError, match="is not a fake_api script"):
         use_sandbox(session, "script", bad)
     assert sandbox_of(session) is None
-
-
-@pytest.fixture
-def ip(make_ip: MakeIp) -> Iterator[InteractiveShell]:
-    from jupyter_memory.magics.state import state_for
-
-    shell = make_ip()
-    yield shell
-    stop_sandbox(state_for(shell).session)
 
 
 def test_sandbox_magic_switches_in_one_line(ip):

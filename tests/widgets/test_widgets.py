@@ -48,12 +48,9 @@ OLD = time.time() - 10 * 86_400
 
 
 @pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> Session:
+def session(project: Path, memdir: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+            ) -> Session:
     """A session on a tmp memdir with three memories (one 10 days old) and two CLAUDE.md."""
-    memdir = tmp_path / "mem"
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(memdir))
     monkeypatch.setenv("JUPYTER_MEMORY_MODEL", "claude-sonnet-4-6")
     user_dir = Path(os.environ["CLAUDE_CONFIG_DIR"])
     user_dir.mkdir(parents=True, exist_ok=True)
