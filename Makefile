@@ -84,11 +84,13 @@ test: lint docs
 # Branch coverage of jupyter_memory over the whole suite ([tool.coverage] in pyproject.toml),
 # not part of `make test`: a table of the files below 100%, then the total. The figure in
 # CONTRIBUTING.md comes from here. `make coverage PYTEST_ARGS=tests/memdir` measures a part.
+# The report is printed even when a test failed; the target then fails with pytest's status.
 coverage: setup
 	rm -f .coverage .coverage.*
-	$(BIN)/python -m pytest $(PYTEST_XDIST) --cov --cov-report= $(PYTEST_ARGS)
-	$(BIN)/coverage report --skip-covered --sort=cover
-	@echo "Branch coverage of jupyter_memory: $$($(BIN)/coverage report --format=total)%"
+	$(BIN)/python -m pytest $(PYTEST_XDIST) --cov --cov-report= $(PYTEST_ARGS); status=$$?; \
+	  $(BIN)/coverage report --skip-covered --sort=cover; \
+	  echo "Branch coverage of jupyter_memory: $$($(BIN)/coverage report --format=total)%"; \
+	  exit $$status
 
 # Runs examples/02-tour.ipynb headless and offline (it replays its recording) in a temp
 # folder, and writes the executed notebook and an HTML copy to build/demo/.
