@@ -142,8 +142,9 @@ def make_ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyP
     after loading. The defaults are the ``project`` and ``memdir`` fixtures' folders.
     At teardown the background work the session started (extraction, session notes) is
     waited for, a ``%sandbox`` server stopped, the agent state forgotten and the trust
-    prompter the extension registered put back, so nothing of one test runs into the next. A module whose shell needs more
-    (another magic, a setting, a clean-up) builds its own fixture on this one.
+    prompter the extension registered put back, so nothing of one test runs into the next.
+    A module whose shell needs more (another magic, a setting, a clean-up) builds its own
+    fixture on this one.
     """
     from jupyter_memory.magics import load_ipython_extension
     from jupyter_memory.magics.state import forget_state, state_for
