@@ -167,7 +167,7 @@ class MemoryContext:
 
     @property
     def team_dir(self) -> Path | None:
-        """The team folder (SPEC §8) when team mode is on and memory is enabled."""
+        """The team folder (docs/reference.md#team-mode) when team mode is on and memory is enabled."""
         if self.memdir is None or self._team is None:
             return None
         return Path(self._team.folder)
@@ -217,7 +217,7 @@ class MemoryContext:
 
 class AgentMemory(MemoryContext):
     """The memory of a session that runs as a defined agent: the agent's own folder for its
-    ``memory:`` scope (SPEC §8), no team folder, and a store that keeps its index."""
+    ``memory:`` scope (docs/reference.md#agent-memory), no team folder, and a store that keeps its index."""
 
     def __init__(self, cwd: Path, env: Mapping[str, str] | None,
                  definition: AgentDefinition) -> None:

@@ -88,7 +88,7 @@ class ToolContext:
     restrict_to_memdir: bool = False
     provenance: str = "agent"
     #: The team folder when it lives outside the memdir (``teamMemoryDirectory``): paths in
-    #: it count as memdir paths named ``team/…`` (SPEC §8).
+    #: it count as memdir paths named ``team/…`` (docs/reference.md#team-mode).
     team_dir: Path | None = None
 
     def __post_init__(self) -> None:
