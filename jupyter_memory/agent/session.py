@@ -387,9 +387,14 @@ class Session:
         if folder is None:
             return None
         if self._team_index is None:
+            from jupyter_memory.errors import InvalidPath
             from jupyter_memory.memdir.team import load_index
 
-            loaded = load_index(folder)
+            try:  # never through a link, as the private index
+                loaded = load_index(folder)
+            except InvalidPath as exc:
+                self._team_index = IndexPart("", 0, 0, None, f"The team index was not loaded: {exc}")
+                return self._team_index
             cut = "+".join(loaded.limits_hit) if loaded.limits_hit else None
             self._team_index = IndexPart(loaded.text, loaded.line_count, loaded.char_count, cut,
                                          loaded.warning)

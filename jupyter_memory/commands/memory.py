@@ -399,6 +399,8 @@ def _team(ctx: CommandContext) -> int:
 
     ctx.project_store()  # the magic refuses here when memory is off for the session
     team = ctx.team()
+    for note in team.notes:  # a project's setting that was not obeyed, and why
+        ctx.note(note)
     action = ctx.args.action
     if action != "clone" and ctx.args.url:
         raise CommandUsageError(f"`team {action}` takes no URL; only `team clone URL` does.")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.index import INDEX_NAME, load_for_model
 from jupyter_memory.memdir.scan import ScanCache, scan
 
@@ -17,11 +18,18 @@ __all__ = ["index_text", "load_index", "rebuild_index"]
 
 
 def index_text(folder: Path) -> str:
-    """The raw team ``MEMORY.md`` ('' when there is none)."""
+    """The raw team ``MEMORY.md`` ('' when there is none or it cannot be read).
+
+    Never through a link, as the private index: a ``MEMORY.md`` link a teammate (or a
+    hostile remote) committed would put the file it names into every request. A link
+    raises :class:`~jupyter_memory.errors.SymlinkRefused`.
+    """
     try:
-        return (folder / INDEX_NAME).read_bytes().decode("utf-8", errors="replace")
+        raw = Root.declare("team", folder).read_bytes(
+            INDEX_NAME, follow=False, what=f"The team memory index {INDEX_NAME}")
     except OSError:
         return ""
+    return raw.decode("utf-8", errors="replace")
 
 
 def load_index(folder: Path) -> Any:
