@@ -14,6 +14,7 @@ from jupyter_memory.agent.session import AgentConfig
 from jupyter_memory.cli import app as cli
 from jupyter_memory.errors import ConfigError
 from jupyter_memory.localapi import ToolCall, Turn
+from jupyter_memory.memdir.trust import trust_folder
 
 REVIEWER = """\
 ---
@@ -36,9 +37,11 @@ def run(*argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
+    """A project that defines an agent, trusted (a project's agents run only then)."""
     root = tmp_path / "proj"
     (root / ".claude" / "agents").mkdir(parents=True)
     (root / ".claude" / "agents" / "data-reviewer.md").write_text(REVIEWER)
+    trust_folder(root)
     return root
 
 

@@ -29,9 +29,13 @@ from typing import TYPE_CHECKING, Any
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.context.assemble import RequestState
 from jupyter_memory.errors import ConfigError, MemoryNotFound
-from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir import frontmatter, trust_table
 from jupyter_memory.memdir.basedir import config_base
-from jupyter_memory.memdir.scopes import AGENT_SCOPES, scope_dir
+from jupyter_memory.memdir.gateway import Root, config_root
+from jupyter_memory.memdir.project import find_project_root
+from jupyter_memory.memdir.scopes import AGENT_SCOPES, check_agent_name, scope_dir
+from jupyter_memory.memdir.trust import how_to_trust, is_trusted
+from jupyter_memory.memdir.trust_table import PROJECT, USER
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.tools.base import ToolRegistry
@@ -100,9 +104,11 @@ def _tools(value: Any, where: Path) -> tuple[tuple[str, ...] | None, list[str]]:
     return tuple(n for n in names if n in known), notes
 
 
-def parse_agent(path: Path, scope: str) -> AgentDefinition:
-    """Read one agent file; raises :class:`ConfigError` naming the field that is wrong."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+def parse_agent(path: Path, scope: str, root: Root | None = None) -> AgentDefinition:
+    """Read one agent file (through ``root``, default its own folder); raises
+    :class:`ConfigError` naming the field that is wrong."""
+    root = root if root is not None else Root.declare("project", Path(path).parent)
+    text = root.read_text(path, errors="replace")
     doc = frontmatter.parse(text)
     if not doc.has_frontmatter:
         raise ConfigError(f"{path} has no frontmatter; an agent file starts with ---, then "
@@ -111,14 +117,15 @@ def parse_agent(path: Path, scope: str) -> AgentDefinition:
     if not _NAME.match(name):
         raise ConfigError(f"{path}: agent name {name!r} must be lower-case letters, digits "
                           "and hyphens (e.g. data-reviewer).")
-    memory = doc.get("memory")
+    origin = USER if scope == "user" else PROJECT
+    memory = trust_table.value("memory", doc.fields, origin)
     if memory is not None:
         memory = str(memory).strip().lower()
         if memory not in AGENT_SCOPES:
             raise ConfigError(f"{path}: memory: {doc.get('memory')!r} is not one of "
                               f"{', '.join(AGENT_SCOPES)}.")
-    tools, notes = _tools(doc.get("tools"), path)
-    model = doc.get("model")
+    tools, notes = _tools(trust_table.value("tools", doc.fields, origin), path)
+    model = trust_table.value("model", doc.fields, origin)
     return AgentDefinition(
         name=name,
         description=" ".join(str(doc.get("description") or "").split()),
@@ -138,34 +145,75 @@ def agent_folders(project_root: Path, env: Mapping[str, str] | None = None) -> l
             ("user", config_base(env) / "agents")]
 
 
-def find_agents(project_root: Path, env: Mapping[str, str] | None = None) -> list[AgentDefinition]:
-    """Every agent defined for the project, one per name (project before user)."""
-    found: dict[str, AgentDefinition] = {}
-    for scope, folder in agent_folders(project_root, env):
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.rglob("*.md")):
+def _folder_roots(project_root: Path, env: Mapping[str, str] | None) -> list[tuple[str, Path, Root]]:
+    """Each agent folder with the root it is read through: the project's (links stay
+    inside it) and the person's config base (their own files)."""
+    roots = {"project": Root.declare("project", project_root), "user": config_root(env)}
+    return [(scope, folder, roots[scope]) for scope, folder in agent_folders(project_root, env)]
+
+
+def _refused(scope: str, project_root: Path, env: Mapping[str, str] | None) -> str | None:
+    """Why the agents of ``scope`` are not offered here (a project's, untrusted), or None."""
+    if scope == "user":
+        return None
+    trusted = is_trusted(project_root, env).trusted
+    return trust_table.refusal("agent definition", PROJECT, trusted=trusted)
+
+
+def _definitions(scope: str, folder: Path, root: Root) -> list[AgentDefinition]:
+    found = []
+    for dirpath, dirnames, filenames in root.walk(folder) if root.is_dir(folder) else ():
+        dirnames.sort()
+        for file in sorted(f for f in filenames if f.endswith(".md")):
             try:
-                agent = parse_agent(path, scope)
+                found.append(parse_agent(Path(dirpath) / file, scope, root))
             except (ConfigError, OSError):
                 continue
-            found.setdefault(agent.name, agent)
+    return found
+
+
+def find_agents(project_root: Path, env: Mapping[str, str] | None = None) -> list[AgentDefinition]:
+    """Every agent offered for the project, one per name (project before user).
+
+    A project's own agents are offered only when the folder is trusted: an agent
+    definition directs a model that runs tools in the kernel (the trust table).
+    """
+    found: dict[str, AgentDefinition] = {}
+    for scope, folder, root in _folder_roots(project_root, env):
+        if _refused(scope, project_root, env) is None:
+            for agent in _definitions(scope, folder, root):
+                found.setdefault(agent.name, agent)
     return list(found.values())
 
 
 def load_agent(project_root: Path, name: str, env: Mapping[str, str] | None = None) -> AgentDefinition:
-    """The agent called ``name`` (by its ``name`` field, or its file name)."""
-    for scope, folder in agent_folders(project_root, env):
+    """The agent called ``name`` (by its ``name`` field, or its file name).
+
+    ``name`` is a name, never a path (:func:`~jupyter_memory.memdir.scopes.check_agent_name`):
+    it is looked up in the project's ``.claude/agents/``, then in ``<base>/agents/``. An
+    agent the project defines is refused in a folder that is not trusted, saying how to
+    trust it.
+    """
+    check_agent_name(name)
+    for scope, folder, root in _folder_roots(project_root, env):
         path = folder / f"{name}.md"
-        if path.is_file():
-            return parse_agent(path, scope)
-    for agent in find_agents(project_root, env):
-        if agent.name == name:
-            return agent
+        named = [path] if root.is_file(path) else [
+            a.path for a in _definitions(scope, folder, root) if a.name == name]
+        if not named:
+            continue
+        why = _refused(scope, project_root, env)
+        if why is not None:
+            real_root = find_project_root(Path(project_root))
+            raise ConfigError(
+                f"The agent {name!r} is defined by this project ({named[0]}), and {why}: "
+                "agents a project defines run only in a folder you trust, because their "
+                f"instructions direct a model that runs tools here. {how_to_trust(real_root)}"
+            )
+        return parse_agent(named[0], scope, root)
     names = ", ".join(a.name for a in find_agents(project_root, env)) or "none yet"
     raise MemoryNotFound(
         f"No agent named {name!r} in {Path(project_root) / '.claude' / 'agents'} or "
-        f"{config_base(env) / 'agents'} (defined: {names}). Create .claude/agents/{name}.md "
+        f"{config_base(env) / 'agents'} (offered: {names}). Create .claude/agents/{name}.md "
         "with name:, description: and the agent's instructions."
     )
 
@@ -182,10 +230,21 @@ class AgentSession(Session):
 
     @property
     def memdir(self) -> Path | None:
-        """The agent's own memdir; None without ``memory:`` or when auto memory is off."""
-        if not self.memory_enabled:
+        """The agent's own memdir, as declared when the session started; None without
+        ``memory:`` or when auto memory is off."""
+        root = self.roots.get("agent") if self.memory_enabled else None
+        return None if root is None else root.path
+
+    def _agent_root(self, project: Root) -> Root | None:
+        """The agent's memory folder, declared once; ``project`` and ``local`` folders are
+        placed by the project's files, so they must really lie inside it."""
+        agent = self._agent()
+        folder = agent.memory_dir(self.project_root, self.env)
+        if folder is None:
             return None
-        return self._agent().memory_dir(self.project_root, self.env)
+        placed = agent.memory in ("project", "local")
+        return Root.declare("agent", folder, within=project if placed else None,
+                            placed_by=f"memory: {agent.memory} in {agent.path}")
 
     @property
     def team_dir(self) -> Path | None:

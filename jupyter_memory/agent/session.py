@@ -40,6 +40,7 @@ from jupyter_memory.errors import ConfigError
 if TYPE_CHECKING:
     from jupyter_memory.agent.tools.base import ToolContext, ToolRegistry
     from jupyter_memory.context.instructions import InstructionSet
+    from jupyter_memory.memdir.gateway import Root, Roots
     from jupyter_memory.memdir.location import MemoryLocation
     from jupyter_memory.memdir.store import MemoryStore
     from jupyter_memory.memdir.team import TeamLocation
@@ -213,6 +214,8 @@ class Session:
     cost_ledger: CostLedger = field(default_factory=CostLedger)
     #: The sandbox (sessions/sandbox.py) this session's model calls were switched to, if any.
     sandbox: Any = None
+    #: The folders this session may reach (memdir/gateway.py), declared when it starts.
+    roots: Roots = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.cwd = Path(self.cwd).expanduser().resolve()
@@ -257,6 +260,7 @@ class Session:
 
             register(Path(self._location.memdir), Path(self._team.folder))
         self._store = None
+        self.roots = self.declare_roots()
         self._instructions = load_instructions(
             self.cwd,
             project_root=self._location.project_root,
@@ -277,6 +281,39 @@ class Session:
                     external_imports=True,
                 )
         self.reset_tools()
+
+    def declare_roots(self) -> Roots:
+        """The folders this session may reach, each resolved once (memdir/gateway.py).
+
+        The project, the memdir, the team folder, the config base's instruction files,
+        the session-log folder and the notebook's folder. Every path that did not come
+        from the person typing it (a tool's argument, a record in a notebook) is resolved
+        against these; a folder a project file placed must lie inside the project.
+        """
+        from jupyter_memory.memdir.gateway import Root, Roots, config_root
+        from jupyter_memory.memdir.location import transcripts_dir
+
+        project = Root.declare("project", self._location.project_root)
+        team = None if self._team is None else Root.declare("team", self._team.folder)
+        notebook = None if not self.notebook else Root.declare(
+            "notebook", Path(self.notebook).expanduser().parent)
+        return Roots((project,)).plus(
+            Root.declare("memdir", self._location.memdir), team, self._agent_root(project),
+            config_root(self.env), Root.declare("transcripts", transcripts_dir(self.cwd, self.env)),
+            notebook)
+
+    def _agent_root(self, project: Root) -> Root | None:
+        """The memory folder of the agent this session runs as (see agent/definitions.py)."""
+        return None
+
+    def tool_roots(self) -> Roots:
+        """What the file tools may reach: the project, the memory folder (an agent's own
+        for an agent session) and the team folder, as declared when the session started."""
+        kinds = ["project"] if self.memdir is None else ["project", "memdir", "agent", "team"]
+        roots = self.roots.only(kinds)
+        if self.memdir is not None and roots.get("agent") is not None:
+            roots = roots.only(["project", "agent"])  # an agent sees only its own memory
+        return roots
 
     def _ask_trust(self) -> None:
         """Ask the person (when a front end can) to trust a folder whose settings want to
@@ -327,8 +364,10 @@ class Session:
             self._team = find_team(self._location, self.env)
             if self._team is not None:
                 register(Path(self._location.memdir), Path(self._team.folder))
+                self.roots = self.declare_roots()
                 if self._tool_context is not None:  # keep what the agent has read
                     self._tool_context.team_dir = Path(os.path.realpath(self._team.folder))
+                    self._tool_context.roots = self.tool_roots()
 
     def context_pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
         """The instruction files and index of this session's ``messages[0]``."""
@@ -483,6 +522,7 @@ class Session:
                 team_dir=self.team_dir,
                 instructions=self._instructions,
                 permission=PermissionPolicy(mode=self.config.permission_mode),
+                roots=self.tool_roots(),
             )
         for key, value in kwargs.items():
             setattr(self._tool_context, key, value)

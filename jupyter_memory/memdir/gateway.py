@@ -472,7 +472,7 @@ def _link_target(path: str) -> str:
 
 _LABELS = {
     "project": "the project folder",
-    "memdir": "the memory folder",
+    "memdir": "the memory directory",
     "team": "the team folder",
     "agent": "the agent's memory folder",
     "config": "your config folder",
@@ -530,8 +530,7 @@ class Roots:
         given = os.fspath(path)
         root = self.holding(given)
         if root is None:
-            where = " or ".join(str(r) for r in self.roots) or "no folder at all"
-            why = f"it is outside every folder this may reach ({where})"
+            why = f"it is outside {self.describe()}" if self.roots else "no folder may be reached"
             raise PathRefused(f"{given} was refused: {why}.", path=given,
                               root=None, why=why)
         return root, root.locate(given, write=write)

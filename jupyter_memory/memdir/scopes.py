@@ -89,11 +89,18 @@ def check_team_type(type: Any, file: str) -> None:
 
 
 def check_agent_name(agent: object) -> str:
-    """``agent`` when it can name a folder of its own, else a :class:`ConfigError`."""
+    """``agent`` when it is a name (never a path), else a :class:`ConfigError`.
+
+    A name is ``[A-Za-z0-9][A-Za-z0-9_.-]*`` (at most 128 characters, no ``..``): it is
+    looked up in ``.claude/agents/`` and ``<base>/agents/`` and names the agent's own
+    memory folder, so a path could load any file as an agent or put its memory anywhere.
+    """
     if not isinstance(agent, str) or not _AGENT_NAME.fullmatch(agent) or ".." in agent:
         raise ConfigError(
-            f"The agent name {agent!r} cannot name a folder: use letters, digits, '-', '_' "
-            "or '.', starting with a letter or digit (for example 'data-reviewer')."
+            f"{agent!r} is not an agent name: a name may contain letters, digits, '-', '_' "
+            "and '.', starts with a letter or digit and has no '/' (for example "
+            "'data-reviewer'). Agents are found by name in .claude/agents/ and "
+            "<base>/agents/, never by path."
         )
     return agent
 

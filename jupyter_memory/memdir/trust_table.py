@@ -41,6 +41,7 @@ __all__ = [
     "env",
     "markdown_table",
     "read",
+    "refusal",
     "value",
 ]
 
@@ -216,6 +217,13 @@ def value(key: str, values: Mapping[str, Any], origin: str, *, trusted: bool = T
     """The value of ``key`` when it takes effect (see :func:`read`), else ``default``."""
     reading = read(key, values, origin, trusted=trusted)
     return reading.value if reading is not None and reading.taken else default
+
+
+def refusal(key: str, origin: str, *, trusted: bool = True) -> str | None:
+    """Why a ``key`` that ``origin`` provides does not take effect, or None when it does:
+    for what is not a key-value pair (an agent definition, an ``@`` import)."""
+    reading = read(key, {key: True}, origin, trusted=trusted)
+    return None if reading is None or reading.taken else reading.why
 
 
 def env(key: str, environ: Mapping[str, str] | None = None,

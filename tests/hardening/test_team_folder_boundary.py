@@ -133,9 +133,9 @@ def test_the_shared_settings_of_an_untrusted_clone_are_not_honoured(
 ) -> None:
     settings_file(project, "settings.json", {"teamMemoryDirectory": "team-memory"})
     code, out, err = run_cli("team", "path")
-    assert out.strip() == str(memdir / "team") and "not trusted" in err
+    assert code == 0 and out.strip() == str(memdir / "team") and "not trusted" in err
     trust.trust_folder(project)
-    code, out, err = run_cli("team", "path")
+    _, out, _ = run_cli("team", "path")
     assert out.strip() == str(project.resolve() / "team-memory")
 
 
