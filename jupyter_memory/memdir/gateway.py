@@ -61,6 +61,7 @@ __all__ = [
     "Roots",
     "config_root",
     "home_root",
+    "never_imported",
     "package_root",
     "person_root",
     "python_package_root",
@@ -562,6 +563,44 @@ def config_root(env: Mapping[str, str] | None = None) -> Root:
 def home_root(env: Mapping[str, str] | None = None) -> Root:
     """The person's home folder, for the one file of theirs read there (``~/.claude.json``)."""
     return Root.declare("home", home_dir(env), links="any")
+
+
+#: Names in ``<base>`` whose contents never reach a model through an import: Claude Code's
+#: OAuth credentials, its global config (in ``<base>`` when ``CLAUDE_CONFIG_DIR`` is set) and
+#: the settings files (their ``env`` blocks hold keys).
+_NEVER_NAMES = (".credentials.json", ".claude.json")
+_MARKDOWN = (".md", ".markdown")
+
+
+def never_imported(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> str | None:
+    """Why the file at ``path`` (links followed) must never be imported into an instruction
+    file, approved or not, or None.
+
+    Under ``<base>``: credentials (``.credentials.json``), ``.claude.json``, every
+    ``settings*.json``, everything in ``projects/`` (every project's memories and session
+    logs) and anything that is not markdown; and ``~/.claude.json`` wherever it is.
+    """
+    real = os.path.realpath(os.fspath(path))
+    name = os.path.basename(real)
+    home_config = os.path.realpath(os.path.join(home_dir(env), ".claude.json"))
+    if real == home_config:
+        return "it is Claude Code's own configuration, which holds account tokens"
+    rel = None
+    for base in (os.path.realpath(config_base(env)), os.path.normpath(config_base(env))):
+        rel = _relative(real, base)
+        if rel is not None:
+            break
+    if rel is None:
+        return None
+    if name in _NEVER_NAMES:
+        return f"{name} in your config folder holds account credentials"
+    if name.startswith("settings") and name.endswith(".json"):
+        return f"{name} in your config folder holds settings (and often keys in its env block)"
+    if rel.split(os.sep)[0] == "projects":
+        return "the projects/ folder of your config folder holds every project's memories and session logs"
+    if not name.lower().endswith(_MARKDOWN):
+        return "only markdown files in your config folder can be imported"
+    return None
 
 
 def package_root() -> Root:
