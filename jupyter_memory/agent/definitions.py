@@ -108,7 +108,7 @@ def parse_agent(path: Path, scope: str, root: Root | None = None) -> AgentDefini
     """Read one agent file (through ``root``, default its own folder); raises
     :class:`ConfigError` naming the field that is wrong."""
     root = root if root is not None else Root.declare("project", Path(path).parent)
-    text = root.read_text(path, errors="replace")
+    text = root.text(path, errors="replace")
     doc = frontmatter.parse(text)
     if not doc.has_frontmatter:
         raise ConfigError(f"{path} has no frontmatter; an agent file starts with ---, then "

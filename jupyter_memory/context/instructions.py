@@ -452,7 +452,7 @@ class _Loader:
             if path.stat().st_size > MAX_FILE_BYTES:
                 skip(f"larger than {MAX_FILE_BYTES:,} bytes")
                 return None
-            data = root.read_bytes(path, limit=MAX_FILE_BYTES)
+            data = root.read(path, limit=MAX_FILE_BYTES)
         except PathRefused as exc:
             skip(exc.why)
             return None

@@ -39,6 +39,7 @@ import os
 import shutil
 import stat
 import tempfile
+import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,18 +211,10 @@ class Root:
         return PathRefused(f"{given} was refused: {why}. It had to be inside {self}.",
                            path=given, root=str(self.real), why=why)
 
-    def _regular(self, path: Path, given: str) -> None:
-        try:
-            mode = os.stat(path).st_mode
-        except FileNotFoundError:
-            return
-        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-            raise self._refuse(given, "it is not a regular file (a pipe, socket or device)")
-
     # ------------------------------------------------------------------ reads
 
     @contextlib.contextmanager
-    def open(self, path: str | os.PathLike[str], *, follow: bool = True) -> Iterator[IO[bytes]]:
+    def reader(self, path: str | os.PathLike[str], *, follow: bool = True) -> Iterator[IO[bytes]]:
         """A regular file of this root, open for reading in binary.
 
         ``follow=False`` refuses a link at the last component even inside the root (the
@@ -229,29 +222,35 @@ class Root:
         """
         given = os.fspath(path)
         target = self.locate(given, follow=follow)
-        flags = os.O_RDONLY | _O_CLOEXEC | _O_NONBLOCK | (0 if follow else NOFOLLOW)
+        fd = self._open_fd(given, os.fspath(target), 0 if follow else NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            yield handle
+
+    def _open_fd(self, given: str, target: str, extra: int) -> int:
+        """A descriptor of the regular file ``target``, open for reading (blocking)."""
+        flags = os.O_RDONLY | _O_CLOEXEC | _O_NONBLOCK | extra
         try:
             fd = os.open(target, flags)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise self._refuse(given, f"{target} is a symbolic link") from None
             raise
-        handle = os.fdopen(fd, "rb")
         try:
             mode = os.fstat(fd).st_mode
             if stat.S_ISDIR(mode):
-                raise IsADirectoryError(errno.EISDIR, "is a folder", str(target))
+                raise IsADirectoryError(errno.EISDIR, "is a folder", target)
             if not stat.S_ISREG(mode):
                 raise self._refuse(given, "it is not a regular file (a pipe, socket or device)")
             if _O_NONBLOCK:
                 os.set_blocking(fd, True)
-            yield handle
-        finally:
-            handle.close()
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
-    def read_bytes(self, path: str | os.PathLike[str], *, limit: int | None = None,
-                   follow: bool = True, what: str | None = None) -> bytes:
-        """The bytes of a regular file (at most ``limit``); see :meth:`open`.
+    def read(self, path: str | os.PathLike[str], *, limit: int | None = None,
+             follow: bool = True, what: str | None = None) -> bytes:
+        """The bytes of a regular file (at most ``limit``); see :meth:`reader`.
 
         ``follow=False`` refuses a link at the file itself with ``fsutil``'s
         :class:`~jupyter_memory.errors.SymlinkRefused` (``what`` names the file for it).
@@ -260,21 +259,40 @@ class Root:
             target = self.locate(path, follow=False)  # no link on the way to it either
             data = read_no_follow(target, what)
             return data if limit is None else data[:limit]
-        with self.open(path) as handle:
+        with self.reader(path) as handle:
             return handle.read() if limit is None else handle.read(limit)
 
-    def read_text(self, path: str | os.PathLike[str], *, errors: str = "strict",
-                  limit: int | None = None, follow: bool = True, what: str | None = None) -> str:
+    def text(self, path: str | os.PathLike[str], *, errors: str = "strict",
+             limit: int | None = None, follow: bool = True, what: str | None = None) -> str:
         """The text of a regular file, UTF-8 (a BOM is kept; callers strip it)."""
-        data = self.read_bytes(path, limit=limit, follow=follow, what=what)
+        data = self.read(path, limit=limit, follow=follow, what=what)
         return data.decode("utf-8", errors=errors)
 
+    @contextlib.contextmanager
+    def open_zip(self, path: str | os.PathLike[str]) -> Iterator[zipfile.ZipFile]:
+        """A zip archive of this root, open for reading (members are read lazily).
+
+        ``zipfile`` errors (``BadZipFile``, ``zlib.error``, ``EOFError``…) pass through for
+        the caller to explain.
+        """
+        with self.reader(path) as handle, zipfile.ZipFile(handle) as archive:
+            yield archive
+
     def head(self, path: str | os.PathLike[str], max_lines: int = 30, *,
-             max_bytes: int = 64 * 1024) -> str:
-        """The first ``max_lines`` lines of a file (``fsutil.read_head``), through the root."""
-        target = self.locate(path)
-        self._regular(target, os.fspath(path))
-        return read_head(target, max_lines, max_bytes=max_bytes)
+             max_bytes: int = 64 * 1024, listed: bool = False) -> str:
+        """The first ``max_lines`` lines of a file (``fsutil.read_head``), through the root.
+
+        ``listed=True`` is for a regular file (not a link) that a walk of this root has
+        just listed (a memdir scan reads thousands): it is not resolved again, only checked
+        to be below the root by name and opened with ``O_NOFOLLOW``, so a link swapped in
+        since the walk is refused.
+        """
+        if listed and self.relative(path) is not None:
+            fd = self._open_fd(os.fspath(path), os.fspath(path), NOFOLLOW)
+            with os.fdopen(fd, "rb") as handle:
+                return read_head(handle, max_lines, max_bytes=max_bytes)
+        with self.reader(path) as handle:
+            return read_head(handle, max_lines, max_bytes=max_bytes)
 
     def exists(self, path: str | os.PathLike[str]) -> bool:
         """Whether ``path`` exists in this root (False when it is outside or refused)."""
@@ -340,7 +358,7 @@ class Root:
         """
         yield from os.walk(self.locate(path), followlinks=False)
 
-    def glob(self, pattern: str, path: str | os.PathLike[str] = "") -> list[Path]:
+    def matching(self, pattern: str, path: str | os.PathLike[str] = "") -> list[Path]:
         """Entries of a folder matching a one-level ``pattern`` (``*.md``), sorted."""
         import fnmatch
 
@@ -382,7 +400,7 @@ class Root:
             os.close(fd)
         return target
 
-    def mkdir(self, path: str | os.PathLike[str] = "", *, mode: int = 0o777) -> Path:
+    def make_folder(self, path: str | os.PathLike[str] = "", *, mode: int = 0o777) -> Path:
         """Create a folder and the missing ones above it, below the root, never through a link."""
         target = self.locate(path, write=True)
         os.makedirs(target, mode=mode, exist_ok=True)
@@ -444,7 +462,7 @@ class Root:
 
     def temp_folder(self, path: str | os.PathLike[str] = "", *, prefix: str = ".tmp-") -> Path:
         """A new private folder below ``path`` (for a write that is moved into place)."""
-        parent = self.mkdir(path)
+        parent = self.make_folder(path)
         return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
 
     @contextlib.contextmanager

@@ -245,7 +245,7 @@ def settings_paths(project_root: Path, env: Mapping[str, str] | None = None) -> 
 
 def _read(name: str, path: Path, root: Root, warnings: list[str]) -> SettingsSource:
     try:
-        text = root.read_text(path)
+        text = root.text(path)
     except FileNotFoundError:
         return SettingsSource(name, path, {}, exists=False)
     except PathRefused as exc:

@@ -33,7 +33,7 @@ from typing import Any
 
 from jupyter_memory.errors import ConfigError
 from jupyter_memory.memdir.basedir import ENV_CONFIG_DIR, config_base, home_dir
-from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.gateway import Root
 
 __all__ = [
     "ENV_UNTRUSTED",
@@ -120,6 +120,12 @@ def claude_config_file(env: Mapping[str, str] | None = None) -> Path:
     return home_dir(environ) / ".claude.json"
 
 
+def _own(path: Path) -> Root:
+    """The folder of one of the person's own records (ours, or Claude Code's), which they
+    may keep anywhere (a dotfiles folder): reads follow links, writes never go through one."""
+    return Root.declare("config", path.parent, links="any", label="your config folder")
+
+
 def _folder(path: Path | str) -> Path:
     return Path(os.path.abspath(os.path.expanduser(str(path))))
 
@@ -149,7 +155,7 @@ def _read_json(path: Path) -> dict[str, Any]:
         cached = _cache.get(str(path))
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_own(path).text(path))
     except (OSError, ValueError, RecursionError):
         return {}
     result = data if isinstance(data, dict) else {}
@@ -203,7 +209,7 @@ def _write(folder: Path, changes: Mapping[str, Any] | None,
     with _lock:
         data = json.loads(json.dumps(_read_json(path)))  # a copy: the cached one stays as read
         if path.exists() and not data:
-            raw = path.read_text(encoding="utf-8", errors="replace").strip()
+            raw = _own(path).text(path, errors="replace").strip()
             if raw:
                 raise ConfigError(
                     f"{path} is not a JSON object, so it cannot be updated safely. Fix or "
@@ -219,7 +225,7 @@ def _write(folder: Path, changes: Mapping[str, Any] | None,
             entry["granted_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             folders[key] = entry
         data.update({"version": TRUST_VERSION, "folders": dict(sorted(folders.items()))})
-        atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode=0o600)
+        _own(path).write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode=0o600)
 
 
 def trust_folder(folder: Path | str, env: Mapping[str, str] | None = None, *,

@@ -119,7 +119,7 @@ class Resumed:
 def has_turn_records(path: Path) -> bool:
     """Cheap check: does the saved notebook hold any turn record at all?"""
     try:
-        return TURN_MIME.encode() in person_root(path).read_bytes(path)
+        return TURN_MIME.encode() in person_root(path).read(path)
     except (OSError, PathRefused):
         return False
 
@@ -155,7 +155,7 @@ def notebook_entries(
     import nbformat
 
     try:
-        text = person_root(path).read_text(path, errors="replace")
+        text = person_root(path).text(path, errors="replace")
         nb = nbformat.reads(text, as_version=4)  # type: ignore[no-untyped-call]  # nbformat is unannotated
     except FileNotFoundError:
         raise ResumeError(f"No notebook at {path}; save it first, or give its path.") from None
@@ -375,7 +375,7 @@ def load_conversation(path: Path, *, before_source: str | None = None,
     if path.suffix == ".jsonl":
         return conversation_from_log(path)
     try:
-        head = person_root(path).read_bytes(path, limit=1).lstrip()
+        head = person_root(path).read(path, limit=1).lstrip()
     except FileNotFoundError:
         raise ResumeError(f"Nothing at {path}: give a saved notebook (.ipynb) or a session "
                           "log (.jsonl).") from None
@@ -383,7 +383,7 @@ def load_conversation(path: Path, *, before_source: str | None = None,
         raise ResumeError(f"Could not read {path}: {exc}") from None
     if head == b"{":
         try:
-            json.loads(person_root(path).read_text(path))
+            json.loads(person_root(path).text(path))
             return conversation_from_notebook(path, before_source=before_source, roots=roots)
         except ValueError:
             pass

@@ -90,7 +90,7 @@ def render_file(path: Path, root: Root, limit: int = FILE_TOKENS) -> tuple[str, 
     """The file (read through ``root``) as numbered lines within ``limit`` tokens:
     (text, tokens, truncated)."""
     try:
-        raw = root.read_bytes(path)
+        raw = root.read(path)
     except OSError:
         return None
     if b"\0" in raw[:8192]:

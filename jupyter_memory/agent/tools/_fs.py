@@ -162,7 +162,7 @@ def looks_binary(loc: Location) -> bool:
     """Whether a file should not be shown as text (known suffix, or NUL bytes early on)."""
     if loc.path.suffix.lower() in BINARY_SUFFIXES:
         return True
-    return b"\x00" in loc.root.read_bytes(loc.path, limit=SNIFF_BYTES)
+    return b"\x00" in loc.root.read(loc.path, limit=SNIFF_BYTES)
 
 
 def binary_message(path: Path) -> str:
@@ -180,7 +180,7 @@ def read_text(loc: Location) -> str:
     the model never saw.
     """
     path = loc.path
-    data = loc.root.read_bytes(path)
+    data = loc.root.read(path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -150,7 +150,7 @@ def _read(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     size = 0
     total = 0
     cut_at_chars = False
-    with loc.root.open(path) as raw, io.TextIOWrapper(
+    with loc.root.reader(path) as raw, io.TextIOWrapper(
             raw, encoding="utf-8-sig", errors="replace") as handle:
         for total, line in enumerate(_lines(handle), 1):
             if total < start or len(shown) >= limit or cut_at_chars:

@@ -354,7 +354,7 @@ def _grep(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
                 continue
             if looks_binary(loc):
                 continue
-            text = where.root.read_text(path, errors="replace")
+            text = where.root.text(path, errors="replace")
         except (OSError, PathRefused):
             continue
         if not regex.search(text):

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jupyter_memory.errors import JupyterMemoryError
 
-__all__ = ["TeamError", "git_config", "git_env", "git_toplevel"]
+__all__ = ["NO_SYMLINKS", "TeamError", "git_config", "git_env", "git_toplevel", "run_git"]
 
 
 class TeamError(JupyterMemoryError):
@@ -31,16 +31,30 @@ def git_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return base
 
 
+#: Every git call checks symbolic links out as plain files holding the link's target: a
+#: link a teammate (or a hostile remote) committed never becomes a link on this disk.
+NO_SYMLINKS = ("-c", "core.symlinks=false")
+
+
+def run_git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None,
+            timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """The one place team git runs: ``git -c core.symlinks=false ARGS`` in ``cwd``.
+
+    What it writes into the team folder is checked through the gateway afterwards
+    (``Root.links_below``). Raises ``OSError`` when git cannot start and
+    ``subprocess.TimeoutExpired`` past ``timeout``.
+    """
+    return subprocess.run(["git", *NO_SYMLINKS, *args], cwd=cwd, capture_output=True,
+                          text=True, env=git_env(env), timeout=timeout, check=False)
+
+
 def git_config(key: str, folder: Path | None, env: Mapping[str, str] | None) -> str | None:
     """A git config value as seen from ``folder`` (None: unset, or no git)."""
     if shutil.which("git") is None:
         return None
     cwd = folder if folder is not None and folder.is_dir() else None
     try:
-        out = subprocess.run(
-            ["git", "config", "--get", key], cwd=cwd, capture_output=True, text=True,
-            env=git_env(env), timeout=30, check=False,
-        )
+        out = run_git(["config", "--get", key], cwd=cwd, env=env, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     value = out.stdout.strip()
@@ -51,6 +65,5 @@ def git_toplevel(folder: Path) -> Path | None:
     """The top of the git repository ``folder`` is in, or None."""
     if shutil.which("git") is None or not Path(folder).is_dir():
         return None
-    done = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder,
-                          capture_output=True, text=True, env=git_env(), check=False)
+    done = run_git(["rev-parse", "--show-toplevel"], cwd=folder, env=None)
     return Path(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None

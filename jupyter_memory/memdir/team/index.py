@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.memdir.fsutil import atomic_write
 from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.index import INDEX_NAME, load_for_model
 from jupyter_memory.memdir.scan import ScanCache, scan
@@ -25,7 +24,7 @@ def index_text(folder: Path) -> str:
     raises :class:`~jupyter_memory.errors.SymlinkRefused`.
     """
     try:
-        raw = Root.declare("team", folder).read_bytes(
+        raw = Root.declare("team", folder).read(
             INDEX_NAME, follow=False, what=f"The team memory index {INDEX_NAME}")
     except OSError:
         return ""
@@ -55,5 +54,5 @@ def rebuild_index(folder: Path) -> bool:
     old = index_text(folder) if path.exists() else None
     if old == text:
         return False
-    atomic_write(path, text)
+    Root.declare("team", folder).write(INDEX_NAME, text)  # never through a link
     return True

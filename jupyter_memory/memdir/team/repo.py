@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jupyter_memory.memdir.team.authorship import author
-from jupyter_memory.memdir.team.git import TeamError, git_config, git_env
+from jupyter_memory.memdir.team.git import TeamError, git_config, run_git
 
 __all__ = ["Git", "path_in_repo", "uncommitted", "upstream"]
 
@@ -39,10 +39,7 @@ class Git:
 
     def run(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         try:
-            done = subprocess.run(
-                ["git", *self.identity, *args], cwd=self.cwd, capture_output=True, text=True,
-                env=git_env(self.env), timeout=timeout, check=False,
-            )
+            done = run_git([*self.identity, *args], cwd=self.cwd, env=self.env, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise TeamError(f"git {args[0]} took longer than {timeout:g}s and was stopped.") from None
         if check and done.returncode != 0:

@@ -8,18 +8,17 @@ this person's) and the sync says so; offline, the commit waits for the next sync
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
 from jupyter_memory.memdir import frontmatter
-from jupyter_memory.memdir.fsutil import atomic_write, memdir_lock
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.scopes import TEAM_PREFIX
 from jupyter_memory.memdir.team.authorship import author
-from jupyter_memory.memdir.team.git import TeamError, git_env, git_toplevel
+from jupyter_memory.memdir.team.git import TeamError, git_toplevel, run_git
 from jupyter_memory.memdir.team.index import rebuild_index
 from jupyter_memory.memdir.team.repo import Git, path_in_repo, uncommitted, upstream
 from jupyter_memory.memdir.team.unsynced import CONFLICT_MARK
@@ -40,32 +39,45 @@ def clone(url: str, folder: Path, env: Mapping[str, str] | None = None) -> str:
     own files and a ``.gitattributes`` that merges the index line by line.
     """
     folder = Path(folder)
-    if folder.exists() and any(p.name != ".lock" for p in folder.iterdir()):
+    team = Root.declare("team", folder)
+    if folder.exists() and any(name != ".lock" for name in team.listdir()):
         raise TeamError(
             f"The team folder {folder} is not empty, so it cannot be cloned into. If it "
             "already is a clone, run `jupyter-memory team sync`; otherwise move its files "
             "aside, clone, copy them back and sync."
         )
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    lock = folder / ".lock"
-    if lock.exists():
-        lock.unlink()
+    Root.declare("team", folder.parent).make_folder()
+    team.remove(".lock", missing_ok=True)
     if folder.exists():
-        folder.rmdir()
-    done = subprocess.run(["git", "clone", "--quiet", url, str(folder)], capture_output=True,
-                          text=True, env=git_env(env), timeout=300, check=False)
+        team.remove_folder()
+    # The clone keeps core.symlinks=false in its own config, so later pulls check links
+    # out as plain files too.
+    done = run_git(["clone", "--quiet", "--config", "core.symlinks=false", url, str(folder)],
+                   cwd=None, env=env, timeout=300)
     if done.returncode != 0:
         raise TeamError(f"git clone {url} failed: {done.stderr.strip()}. Check the address "
                         "and your access to it, then retry.")
+    _refuse_links(folder)
     _ensure_git_files(folder)
     return f"Cloned {url} into {folder}."
 
 
+def _refuse_links(folder: Path) -> None:
+    """What git wrote, checked through the gateway: no symbolic link in the team folder."""
+    links = Root.declare("team", folder).links_below()
+    if links:
+        shown = ", ".join(str(p) for p in links[:5]) + (" and more" if len(links) > 5 else "")
+        raise TeamError(
+            f"The team folder {folder} holds symbolic links ({shown}); memory is never read "
+            "or written through a link, since one could reach any file on disk. Remove them "
+            "(and from the shared repository), then sync again.")
+
+
 def _ensure_git_files(folder: Path) -> None:
+    team = Root.declare("team", folder)
     for name, text in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
-        path = folder / name
-        if not path.exists():
-            atomic_write(path, text)
+        if not (folder / name).exists():
+            team.write(name, text)
 
 
 @dataclass
@@ -164,23 +176,24 @@ def _resolve_conflicts(git: Git, folder: Path, prefix: str, who: str) -> list[di
             )
         shared, mine = _stage(git, 2, path), _stage(git, 3, path)
         target = git.cwd / path
+        team = Root.declare("team", folder)
         if PurePath(path).name == INDEX_NAME or not path.endswith(".md"):
-            target.write_text(shared if shared is not None else (mine or ""), encoding="utf-8")
+            team.write(target, shared if shared is not None else (mine or ""))
             git.run("add", "--", path)
             continue
         if shared is None or mine is None:  # edited on one side, deleted on the other
             kept = shared if shared is not None else mine
-            target.write_text(kept or "", encoding="utf-8")
+            team.write(target, kept or "")
             git.run("add", "--", path)
             continue
-        target.write_text(shared, encoding="utf-8")
+        team.write(target, shared)
         copy = _copy_name(git.cwd, path, who)
         doc = frontmatter.parse(mine)
         text = mine
         if doc.has_frontmatter:
             label = str(doc.get("name") or PurePath(path).stem)
             text = frontmatter.update(mine, {"name": f"{label} (conflicting version by {who})"})
-        (git.cwd / copy).write_text(text, encoding="utf-8")
+        team.write(git.cwd / copy, text)
         git.run("add", "--", path, copy)
         rel: Callable[[str], str] = lambda p: TEAM_PREFIX + (p[len(prefix):] if prefix else p)  # noqa: E731
         found.append({"file": rel(path), "copy": rel(copy)})
@@ -209,7 +222,8 @@ def sync(folder: Path, env: Mapping[str, str] | None = None, *, lock_timeout: fl
     spec = path_in_repo(repo, folder)
     prefix = "" if spec == "." else spec.rstrip("/") + "/"
     who = author(folder, env)
-    with memdir_lock(folder, timeout=lock_timeout):
+    with Root.declare("team", folder).lock(timeout=lock_timeout):
+        _refuse_links(folder)
         _ensure_git_files(folder)  # a nested .gitignore also works in the project's repo
         rebuild_index(folder)
         committed = _commit(git, spec, prefix, who)
@@ -249,6 +263,7 @@ def sync(folder: Path, env: Mapping[str, str] | None = None, *, lock_timeout: fl
                     raise TeamError(f"The sync could not finish a rebase: {step.stderr.strip()}. "
                                     "Nothing was lost; your commits are as before the sync.")
                 del before
+                _refuse_links(folder)  # what the pull wrote, before the index is rebuilt
             if rebuild_index(folder):
                 _commit(git, spec, prefix, who)
             pushed = git.run("push", "--quiet", remote, f"HEAD:{branch}", check=False)

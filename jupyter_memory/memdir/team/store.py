@@ -40,6 +40,8 @@ class TeamFolderStore(MemoryStore):
     them as ``team/db.md``.
     """
 
+    ROOT_KIND = "team"
+
     def __init__(self, folder: Path | str, *, env: Mapping[str, str] | None = None,
                  **options: Any) -> None:
         options.setdefault("cache", scan_cache(Path(folder)))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.team.git import git_toplevel
 from jupyter_memory.memdir.team.repo import Git, path_in_repo, uncommitted, upstream
 
@@ -60,8 +63,14 @@ class TeamStatus:
 
 
 def _conflict_copies(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob(f"*{CONFLICT_MARK}*.md")
-                  if not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    team = Root.declare("team", folder)
+    found = []
+    for here, dirs, files in team.walk():
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [os.path.relpath(os.path.join(here, f), team.real).replace(os.sep, "/")
+                  for f in files if fnmatch.fnmatchcase(f, f"*{CONFLICT_MARK}*.md")
+                  and not f.startswith(".")]
+    return sorted(found)
 
 
 def status(folder: Path, env: Mapping[str, str] | None = None) -> TeamStatus:
