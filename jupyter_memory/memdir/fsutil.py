@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from jupyter_memory.errors import LockTimeout, SymlinkRefused
 from jupyter_memory.memdir.locking import LOCKS, NOFOLLOW
@@ -343,7 +343,7 @@ def _read_holder(lock_path: Path) -> int | None:
 
 
 def read_head(
-    path: str | os.PathLike[str] | BinaryIO, max_lines: int = 30, *, max_bytes: int = 64 * 1024
+    path: str | os.PathLike[str] | IO[bytes], max_lines: int = 30, *, max_bytes: int = 64 * 1024
 ) -> str:
     """The first ``max_lines`` lines of a file, reading at most ``max_bytes`` bytes.
 
@@ -361,7 +361,7 @@ def read_head(
         return _head_of(handle, max_lines, max_bytes)
 
 
-def _head_of(handle: BinaryIO, max_lines: int, max_bytes: int) -> str:
+def _head_of(handle: IO[bytes], max_lines: int, max_bytes: int) -> str:
     chunks: list[bytes] = []
     size = newlines = 0
     while size < max_bytes and newlines < max_lines:

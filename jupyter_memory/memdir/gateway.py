@@ -415,7 +415,7 @@ class Root:
             if not missing_ok:
                 raise
 
-    def remove_folder(self, path: str | os.PathLike[str], *, tree: bool = False) -> None:
+    def remove_folder(self, path: str | os.PathLike[str] = "", *, tree: bool = False) -> None:
         """Delete an empty folder, or with ``tree=True`` everything in it (links themselves,
         never what they point at)."""
         target = self.locate(path, write=True)
