@@ -8,7 +8,8 @@ writes, replaces, deletes, lists or creates a file or folder. The primitives it 
   ``os.listdir``, ``os.scandir``, ``os.walk``, ``os.fwalk``, ``os.makedirs``, ``os.mkdir``,
   ``os.rmdir``, ``os.removedirs``, ``os.symlink``, ``os.link``, ``os.truncate``,
   ``os.system``, ``os.popen``;
-* ``pathlib.Path`` methods, by name and arity: ``open``, ``read_text``, ``read_bytes``,
+* ``pathlib.Path`` methods, by name and arity: ``open`` (with no argument, or a mode
+  string: ``ZipFile.open(member)`` reads a member of an archive already open), ``read_text``, ``read_bytes``,
   ``write_text``, ``write_bytes``, ``unlink``, ``rmdir``, ``iterdir``, ``touch``,
   ``mkdir``, ``glob``, ``rglob``, ``symlink_to``, ``hardlink_to``, ``link_to``, and
   ``rename`` / ``replace`` with one positional argument (``str.replace`` takes two);
@@ -52,7 +53,8 @@ FSUTIL = frozenset({"atomic_write", "read_no_follow", "read_head", "memdir_lock"
 
 #: Where a primitive is allowed: "module" (the whole module) or "module:function", and why.
 ALLOWED: dict[str, str] = {
-    "jupyter_memory.memdir.gateway": "the gateway itself",
+    "jupyter_memory.memdir.gateway": "the gateway itself: every root's reads, writes, "
+                                     "listings and folders",
     "jupyter_memory.memdir.fsutil": "the primitives the gateway is built on (atomic_write, "
                                     "read_no_follow, read_head, memdir_lock)",
     "jupyter_memory.localapi.cli:main": "the bottom layer imports nothing of the package; "
@@ -62,17 +64,11 @@ ALLOWED: dict[str, str] = {
     "jupyter_memory.agent.lifecycle:_run_command": "runs a hook command the trust table "
                                                    "allowed (the person's, or a trusted "
                                                    "project's); what it touches is its own",
-    "jupyter_memory.transcript.mirror:git_branch": "asks git for the working folder's "
-                                                   "branch name; names no file",
-    "jupyter_memory.memdir.team.git:git_config": "runs git config (a setting's value), "
-                                                 "with core.symlinks=false; names no file",
-    "jupyter_memory.memdir.team.git:git_toplevel": "runs git rev-parse to find a checkout; "
-                                                   "names no file",
-    "jupyter_memory.memdir.team.repo:Git.__post_init__": "shutil.which: finds the git "
-                                                         "program, no file of ours",
-    "jupyter_memory.memdir.team.repo:Git.run": "the one place team git runs, with "
-                                               "core.symlinks=false; what it wrote is "
-                                               "checked through the gateway afterwards",
+    "jupyter_memory.memdir.team.git:git_available": "shutil.which: finds the git program on "
+                                                    "PATH, no file of ours",
+    "jupyter_memory.memdir.team.git:run_git": "the one place git runs, with "
+                                              "core.symlinks=false; what it wrote in the team "
+                                              "folder is checked through the gateway after",
 }
 
 
@@ -96,6 +92,13 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
+def _in_memory(node: ast.AST) -> bool:
+    """Whether ``node`` is ``io.BytesIO(...)`` (a buffer in memory), or ``name := io.BytesIO(...)``."""
+    if isinstance(node, ast.NamedExpr):
+        node = node.value
+    return isinstance(node, ast.Call) and _dotted(node.func) in ("io.BytesIO", "BytesIO")
+
+
 def primitive_of(call: ast.Call) -> str | None:
     """The file-system primitive ``call`` is, or None."""
     func = call.func
@@ -113,6 +116,8 @@ def primitive_of(call: ast.Call) -> str | None:
         if head in ANY_FUNCTION_OF:
             return name
         if name in DOTTED:
+            if name == "zipfile.ZipFile" and call.args and _in_memory(call.args[0]):
+                return None  # an archive built or read in memory, not a file
             return name
         if head.endswith("fsutil") and last in FSUTIL:
             return f"fsutil.{last}"
@@ -122,6 +127,9 @@ def primitive_of(call: ast.Call) -> str | None:
         if len(positional) in PATH_METHODS[func.attr] and not keywords:
             if func.attr in ("rename", "replace") and call.keywords:
                 return None  # dataclasses.replace(x, **changes), datetime.replace(tzinfo=…)
+            if func.attr == "open" and positional and not (
+                    isinstance(positional[0], ast.Constant) and isinstance(positional[0].value, str)):
+                return None  # Path.open takes a mode string; ZipFile.open(member) reads a member
             return f"Path.{func.attr}"
     return None
 
@@ -191,6 +199,7 @@ def test_the_scanner_recognises_each_primitive() -> None:
     found = [
         "open(p)", "io.open(p)", "os.open(p, 0)", "os.walk(p)", "os.scandir(p)", "os.replace(a, b)",
         "p.read_text()", "p.read_bytes()", "p.write_text('x')", "p.unlink()", "p.rename(q)",
+        "p.open()", "p.open('rb')",
         "p.replace(q)", "p.mkdir(parents=True)", "p.iterdir()", "p.glob('*.md')",
         "p.rglob('*')", "p.touch()", "p.symlink_to(q)", "shutil.rmtree(p)",
         "tempfile.mkdtemp()", "subprocess.run(['git'])", "nbformat.read(p, 4)",
@@ -203,6 +212,8 @@ def test_the_scanner_recognises_each_primitive() -> None:
     for source in ("s.replace('a', 'b')", "replace(cfg, model='x')", "d.replace(tzinfo=None)",
                    "store.rename('a.md', 'b.md')", "root.read(p)", "root.text(p)",
                    "root.make_folder(p)", "root.matching('*.md')", "handle.read()",
-                   "webbrowser.open_new(url)", "json.loads(text)", "os.path.exists(p)"):
+                   "webbrowser.open_new(url)", "json.loads(text)", "os.path.exists(p)",
+                   "archive.open(info)", "zipfile.ZipFile(io.BytesIO(data))",
+                   "zipfile.ZipFile(buffer := io.BytesIO(), 'w')"):
         call = ast.parse(source).body[0].value  # type: ignore[attr-defined]
         assert primitive_of(call) is None, source

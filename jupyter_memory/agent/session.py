@@ -447,18 +447,17 @@ class Session:
         """``MEMORY.md`` as the model would receive it now (None when memory is off)."""
         if self.memdir is None:
             return None
-        from jupyter_memory.errors import SymlinkRefused
-        from jupyter_memory.memdir.fsutil import read_no_follow
+        from jupyter_memory.errors import InvalidPath
+        from jupyter_memory.memdir.gateway import Root
         from jupyter_memory.memdir.index import INDEX_NAME, load_for_model
 
-        path = self.memdir / INDEX_NAME
         try:  # never through a link: it could put any file on disk into every request
-            raw = read_no_follow(path, f"The memory index {INDEX_NAME}").decode(
-                "utf-8", errors="replace"
-            )
+            raw = Root.declare("memdir", self.memdir).read(
+                INDEX_NAME, follow=False, what=f"The memory index {INDEX_NAME}"
+            ).decode("utf-8", errors="replace")
         except FileNotFoundError:
             raw = ""
-        except SymlinkRefused as exc:
+        except InvalidPath as exc:
             return IndexPart("", 0, 0, None, f"{INDEX_NAME} was not loaded: {exc}")
         loaded = load_for_model(raw)
         cut = "+".join(loaded.limits_hit) if loaded.limits_hit else None

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.tokens import estimate_messages, estimate_tokens
-from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.gateway import Root
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
@@ -291,10 +291,16 @@ class SessionNotes:
         thread = self._thread
         return thread is not None and thread.is_alive()
 
+    def _root(self) -> Root:
+        """The session-log folder the notes live in, as the session declared it."""
+        declared = self.session.roots.get("transcripts")
+        return declared if declared is not None else Root.declare(
+            "transcripts", self.path.parent.parent.parent)
+
     def read(self) -> str | None:
         """The notes on disk, or None when there are none yet."""
         try:
-            return self.path.read_text(encoding="utf-8")
+            return self._root().text(self.path)
         except (FileNotFoundError, NotADirectoryError):
             return None
 
@@ -403,9 +409,9 @@ class SessionNotes:
         if not has_sections(notes) or is_empty(notes):
             raise RuntimeError("the note taker answered without notes; the old notes were kept")
         notes = cap_notes(notes)
-        path = self.path
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        atomic_write(path, notes if notes.endswith("\n") else notes + "\n", mode=0o600)
+        path, root = self.path, self._root()
+        root.make_folder(path.parent, mode=0o700)
+        root.write(path, notes if notes.endswith("\n") else notes + "\n", mode=0o600)
         # The marker is the last assistant message: tool-result messages after it may later
         # be replaced by microcompact, which would lose the marker's identity.
         self.covered = next(

@@ -668,7 +668,7 @@ def pending_diff(item: PendingItem, store: MemoryStore) -> str:
     path = store.memdir / item.file
     if not path.is_file():
         return f"{item.id}: new memory {item.file}\n\n{proposed}"
-    current = path.read_bytes().decode("utf-8", errors="replace")
+    current = store.root.read(path).decode("utf-8", errors="replace")
     diff = "".join(difflib.unified_diff(current.splitlines(keepends=True),
                                         proposed.splitlines(keepends=True),
                                         f"{item.file} (now)", f"{item.file} (proposed)"))

@@ -70,6 +70,9 @@ class InstructionFile:
     imported_from: Path | None
     reason: str
     globs: tuple[str, ...] = ()
+    #: The file as it was read, before frontmatter and comments were cut (what a
+    #: recording snapshots), so nothing needs to read the file a second time.
+    raw: str = field(default="", compare=False, repr=False)
 
     @property
     def chars(self) -> int:
@@ -420,7 +423,7 @@ class _Loader:
         text = strip_html_comments(_strip_frontmatter(raw) if rule else raw)
         if not text.strip():
             return []
-        entry = InstructionFile(path, scope, text, importer, reason, globs)
+        entry = InstructionFile(path, scope, text, importer, reason, globs, raw)
         out = [entry]
         for token in find_imports(text):
             target = _import_target(token, path.parent, self.home)

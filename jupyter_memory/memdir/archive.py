@@ -143,9 +143,8 @@ def export_memdir(memdir: Path, dest: Path, *, overwrite: bool = False) -> Expor
     root = Root.declare("memdir", memdir)
     files = memdir_files(root)
     entries = []
-    buffer = io.BytesIO()
     total = 0
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(buffer := io.BytesIO(), "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for rel, path in files:
             data = root.read(path)
             st = path.stat()

@@ -66,6 +66,7 @@ __all__ = [
     "package_root",
     "person_root",
     "python_package_root",
+    "temp_root",
 ]
 
 Links = Literal["inside", "any"]
@@ -359,12 +360,17 @@ class Root:
         yield from os.walk(self.locate(path), followlinks=False)
 
     def matching(self, pattern: str, path: str | os.PathLike[str] = "") -> list[Path]:
-        """Entries of a folder matching a one-level ``pattern`` (``*.md``), sorted."""
-        import fnmatch
-
+        """Paths below a folder of this root matching a ``pathlib`` glob (``*.md``,
+        ``data/**/*.csv``), sorted; a match that leads out of the root is left out."""
         folder = self.locate(path)
-        return sorted(Path(folder) / name for name in self.listdir(folder)
-                      if fnmatch.fnmatchcase(name, pattern))
+        found = []
+        for match in Path(folder).glob(pattern):
+            try:
+                self.locate(match)
+            except PathRefused:
+                continue
+            found.append(match)
+        return sorted(found)
 
     def links_below(self, path: str | os.PathLike[str] = "") -> list[Path]:
         """Every symbolic link below a folder of this root, sorted.
@@ -387,15 +393,38 @@ class Root:
         atomic_write(target, data, mode=mode, follow_symlinks=False)
         return target
 
-    def append(self, path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600) -> Path:
-        """Append to a file (created with ``mode``), never through a link."""
+    @contextlib.contextmanager
+    def create(self, path: str | os.PathLike[str], *, mode: int = 0o666) -> Iterator[IO[bytes]]:
+        """A new file, open for writing in binary (streamed, not atomic: for a folder that is
+        moved into place whole). It must not exist (``FileExistsError``); missing folders
+        are created; never through a link."""
         target = self.locate(path, write=True)
-        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW | _O_CLOEXEC,
-                     mode)
+        os.makedirs(target.parent, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | _O_CLOEXEC, mode)
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+
+    def append(self, path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600,
+               fresh_line: bool = False, fsync: bool = False) -> Path:
+        """Append to a file, never through a link; a new file gets exactly ``mode``.
+
+        ``fresh_line`` starts ``data`` on a new line when the file does not end in one (a
+        crash left a torn line); ``fsync`` flushes it to disk before returning.
+        """
+        target = self.locate(path, write=True)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW | _O_CLOEXEC
+        fd = os.open(target, flags, mode)
         try:
+            size = os.fstat(fd).st_size
+            if size == 0:
+                os.fchmod(fd, mode)  # whatever the umask did
+            elif fresh_line and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+            if fsync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         return target
@@ -619,6 +648,12 @@ def never_imported(path: str | os.PathLike[str], env: Mapping[str, str] | None =
     if not name.lower().endswith(_MARKDOWN):
         return "only markdown files in your config folder can be imported"
     return None
+
+
+def temp_root() -> Root:
+    """The system's folder for temporary files (``/tmp``), for scratch folders of our own."""
+    folder = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    return Root.declare("given", folder, label="the temporary folder")
 
 
 def package_root() -> Root:

@@ -136,13 +136,14 @@ def use_sandbox(
     from jupyter_memory.agent.client import CONNECT_HELP, make_client
     from jupyter_memory.localapi.script import load_script
     from jupyter_memory.localapi.server import FakeAnthropic
+    from jupyter_memory.memdir.gateway import person_root
 
     turns: list[Any] = []
     path = None
     if script is not None:
         path = Path(script).expanduser()
         try:
-            turns = load_script(path.read_text(encoding="utf-8"))
+            turns = load_script(person_root(path).text(path))  # the script the person named
         except OSError as exc:
             raise SandboxError(f"cannot read the script {path}: {exc.strerror or exc}.") from None
         except (ValueError, TypeError) as exc:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from jupyter_memory.errors import JupyterMemoryError
 
-__all__ = ["NO_SYMLINKS", "TeamError", "git_config", "git_env", "git_toplevel", "run_git"]
+__all__ = ["NO_SYMLINKS", "TeamError", "git_available", "git_config", "git_env", "git_toplevel",
+           "run_git"]
 
 
 class TeamError(JupyterMemoryError):
@@ -36,6 +37,11 @@ def git_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 NO_SYMLINKS = ("-c", "core.symlinks=false")
 
 
+def git_available() -> bool:
+    """Whether a ``git`` program is on ``PATH``."""
+    return shutil.which("git") is not None
+
+
 def run_git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None,
             timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     """The one place team git runs: ``git -c core.symlinks=false ARGS`` in ``cwd``.
@@ -50,7 +56,7 @@ def run_git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | N
 
 def git_config(key: str, folder: Path | None, env: Mapping[str, str] | None) -> str | None:
     """A git config value as seen from ``folder`` (None: unset, or no git)."""
-    if shutil.which("git") is None:
+    if not git_available():
         return None
     cwd = folder if folder is not None and folder.is_dir() else None
     try:
@@ -63,7 +69,7 @@ def git_config(key: str, folder: Path | None, env: Mapping[str, str] | None) -> 
 
 def git_toplevel(folder: Path) -> Path | None:
     """The top of the git repository ``folder`` is in, or None."""
-    if shutil.which("git") is None or not Path(folder).is_dir():
+    if not git_available() or not Path(folder).is_dir():
         return None
     done = run_git(["rev-parse", "--show-toplevel"], cwd=folder, env=None)
     return Path(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None

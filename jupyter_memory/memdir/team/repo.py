@@ -8,7 +8,6 @@ uncommitted changes and the remote it pushes to.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 from collections.abc import Mapping
@@ -16,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jupyter_memory.memdir.team.authorship import author
-from jupyter_memory.memdir.team.git import TeamError, git_config, run_git
+from jupyter_memory.memdir.team.git import TeamError, git_available, git_config, run_git
 
 __all__ = ["Git", "path_in_repo", "uncommitted", "upstream"]
 
@@ -30,7 +29,7 @@ class Git:
     identity: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        if shutil.which("git") is None:
+        if not git_available():
             raise TeamError("git is not installed; install git to share team memory.")
         if not git_config("user.name", self.cwd, self.env):
             user = author(None, self.env)
