@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.gateway import Root, person_root, temp_root
 
 __all__ = [
@@ -302,7 +303,7 @@ def run_demo(
 
     examples = Path(examples) if examples is not None else examples_dir()
     out = Path(out) if out is not None else Path("build") / "demo"
-    if live and not any(os.environ.get(k) for k in MODEL_ENV):
+    if live and not any(trust_table.env(k) for k in MODEL_ENV):
         raise DemoError("--live needs a model: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL "
                         "for another Messages API endpoint), or drop --live to replay.")
     if not (examples / TOUR).is_file():

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir import trust_table
 
 __all__ = ["CONNECT_HELP", "KEEPALIVE_SECONDS", "NoModelConfigured", "SharedClient", "client_settings", "make_client"]
 
@@ -45,9 +46,9 @@ def client_settings(
     """``(api_key, auth_token, base_url, max_retries, timeout)`` a client is built from."""
     env = os.environ if env is None else env
     return (
-        env.get("ANTHROPIC_API_KEY") or None,
-        env.get("ANTHROPIC_AUTH_TOKEN") or None,
-        env.get("ANTHROPIC_BASE_URL") or None,
+        trust_table.env("ANTHROPIC_API_KEY", env) or None,
+        trust_table.env("ANTHROPIC_AUTH_TOKEN", env) or None,
+        trust_table.env("ANTHROPIC_BASE_URL", env) or None,
         max_retries,
         timeout,
     )

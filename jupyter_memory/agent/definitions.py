@@ -33,7 +33,7 @@ from jupyter_memory.memdir import frontmatter, trust_table
 from jupyter_memory.memdir.basedir import config_base
 from jupyter_memory.memdir.gateway import Root, config_root
 from jupyter_memory.memdir.project import find_project_root
-from jupyter_memory.memdir.scopes import AGENT_SCOPES, check_agent_name, scope_dir
+from jupyter_memory.memdir.scopes import AGENT_SCOPES, check_agent_name, scope_dir, scope_root
 from jupyter_memory.memdir.trust import how_to_trust, is_trusted
 from jupyter_memory.memdir.trust_table import PROJECT, USER
 
@@ -118,12 +118,11 @@ def parse_agent(path: Path, scope: str, root: Root | None = None) -> AgentDefini
         raise ConfigError(f"{path}: agent name {name!r} must be lower-case letters, digits "
                           "and hyphens (e.g. data-reviewer).")
     origin = USER if scope == "user" else PROJECT
-    memory = trust_table.value("memory", doc.fields, origin)
-    if memory is not None:
-        memory = str(memory).strip().lower()
-        if memory not in AGENT_SCOPES:
-            raise ConfigError(f"{path}: memory: {doc.get('memory')!r} is not one of "
-                              f"{', '.join(AGENT_SCOPES)}.")
+    given = trust_table.value("memory", doc.fields, origin)
+    memory = None if given is None else str(given).strip().lower()
+    if memory is not None and memory not in AGENT_SCOPES:
+        raise ConfigError(f"{path}: memory: {given!r} is not one of "
+                          f"{', '.join(AGENT_SCOPES)}.")
     tools, notes = _tools(trust_table.value("tools", doc.fields, origin), path)
     model = trust_table.value("model", doc.fields, origin)
     return AgentDefinition(
@@ -237,14 +236,13 @@ class AgentSession(Session):
 
     def _agent_root(self, project: Root) -> Root | None:
         """The agent's memory folder, declared once; ``project`` and ``local`` folders are
-        placed by the project's files, so they must really lie inside it."""
+        placed by the project's files, so they must really lie inside it
+        (:func:`~jupyter_memory.memdir.scopes.scope_root`)."""
         agent = self._agent()
-        folder = agent.memory_dir(self.project_root, self.env)
-        if folder is None:
+        if agent.memory is None:
             return None
-        placed = agent.memory in ("project", "local")
-        return Root.declare("agent", folder, within=project if placed else None,
-                            placed_by=f"memory: {agent.memory} in {agent.path}")
+        return scope_root(agent.memory, memdir=project.path, project_root=project.path,
+                          agent=agent.name, env=self.env)
 
     @property
     def team_dir(self) -> Path | None:

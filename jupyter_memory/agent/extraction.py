@@ -50,7 +50,7 @@ from jupyter_memory.context.assemble import assemble
 from jupyter_memory.context.pricing import charge
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import InvalidPath, JupyterMemoryError
-from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir import frontmatter, trust_table
 from jupyter_memory.memdir.clock import now_iso
 from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.scan import manifest, scan
@@ -426,7 +426,7 @@ class ExtractionHook:
         if self.enabled_override is not None:
             return self.enabled_override
         env = self.session.env if self.session.env is not None else os.environ
-        from_env = _flag(env.get(ENV_SWITCH))
+        from_env = _flag(trust_table.env(ENV_SWITCH, env))
         if from_env is not None:
             return from_env
         return bool(getattr(self.session.config, "extraction", True))

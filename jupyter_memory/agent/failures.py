@@ -7,10 +7,10 @@ reports errors through these, so the same failure reads the same wherever it hap
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir import trust_table
 
 
 def describe_api_error(exc: BaseException) -> str:
@@ -36,7 +36,7 @@ def describe_api_error(exc: BaseException) -> str:
     if isinstance(exc, anthropic.APITimeoutError):
         return "The model endpoint did not answer in time (timeout). Run the cell again."
     if isinstance(exc, anthropic.APIConnectionError):
-        base = os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
+        base = trust_table.env("ANTHROPIC_BASE_URL") or "api.anthropic.com"
         return (f"Could not reach the model endpoint ({base}): the connection failed or was "
                 "dropped. Check the network or ANTHROPIC_BASE_URL and run the cell again.")
     if isinstance(exc, anthropic.APIStatusError):

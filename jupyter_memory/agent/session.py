@@ -36,6 +36,7 @@ from jupyter_memory.context.models import (
 from jupyter_memory.context.pricing import CostLedger
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import ConfigError
+from jupyter_memory.memdir import trust_table
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.tools.base import ToolContext, ToolRegistry
@@ -595,8 +596,7 @@ def _platform_name() -> str:
 
 def default_cwd(env: Mapping[str, str] | None = None) -> Path:
     """The folder a session starts in when no notebook path is known."""
-    env = os.environ if env is None else env
-    return Path(env.get("PWD") or os.getcwd())
+    return Path(trust_table.env("PWD", env) or os.getcwd())
 
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.tokens import estimate_messages, estimate_tokens
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.gateway import Root
 
 if TYPE_CHECKING:
@@ -277,7 +278,7 @@ class SessionNotes:
         if self._enabled is not None:
             return self._enabled
         env = self.session.env if self.session.env is not None else os.environ
-        switch = _SWITCH.get(str(env.get(ENV_SWITCH, "")).strip().lower())
+        switch = _SWITCH.get((trust_table.env(ENV_SWITCH, env) or "").strip().lower())
         if switch is not None:
             return switch
         return bool(getattr(self.session.config, "session_memory", True))

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jupyter_memory.errors import ConfigError, PathRefused
-from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir import frontmatter, trust_table
 from jupyter_memory.memdir.basedir import config_base, home_dir
 from jupyter_memory.memdir.gateway import Root, config_root, never_imported
 from jupyter_memory.memdir.globs import glob_to_regex
 from jupyter_memory.memdir.markdown import fence_flags
 from jupyter_memory.memdir.project import find_project_root
+from jupyter_memory.memdir.trust_table import LOCAL, PROJECT, USER
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -348,7 +349,8 @@ class _Loader:
             scanned = Root.declare("project", Path(*parts[:cut]), label="the scanned folder")
             if scanned.contains(path):
                 return scanned
-        if self.allow_external:
+        origin = LOCAL if scope == "local" else PROJECT
+        if trust_table.refusal("@import", origin, trusted=self.allow_external) is None:
             return Root.declare("given", path.parent, links="any", label="an approved import")
         return None
 
@@ -385,7 +387,7 @@ class _Loader:
         text = self._read(path, None, root)
         if text is None:
             return None
-        return _rule_globs(text, path, self.notes)
+        return _rule_globs(text, path, self.notes, USER if scope == "user" else PROJECT)
 
     def _load(
         self,
@@ -669,7 +671,7 @@ def _frontmatter_span(text: str) -> tuple[str, int] | None:
     return None if parts is None else (parts.header, parts.body_start)
 
 
-def _rule_globs(text: str, path: Path, notes: list[str]) -> tuple[str, ...]:
+def _rule_globs(text: str, path: Path, notes: list[str], origin: str) -> tuple[str, ...]:
     """The ``paths:`` patterns of a rule; empty means the rule loads at start."""
     span = _frontmatter_span(text)
     if span is None:
@@ -679,7 +681,7 @@ def _rule_globs(text: str, path: Path, notes: list[str]) -> tuple[str, ...]:
     except frontmatter.FrontmatterError as exc:
         notes.append(f"{exc}; loaded as a rule without paths:")
         return ()
-    value = data.get("paths") if isinstance(data, dict) else None
+    value = trust_table.value("paths", data, origin) if isinstance(data, dict) else None
     if value is None:
         return ()
     if isinstance(value, str):

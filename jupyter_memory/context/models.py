@@ -7,9 +7,10 @@ autocompact buffer) is computed from it here and nowhere else.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+
+from jupyter_memory.memdir import trust_table
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_SMALL_MODEL = "claude-haiku-4-5"
@@ -106,13 +107,11 @@ def unknown_model_note(name: str) -> str | None:
 
 
 def default_model(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    return env.get("JUPYTER_MEMORY_MODEL") or DEFAULT_MODEL
+    return trust_table.env("JUPYTER_MEMORY_MODEL", env) or DEFAULT_MODEL
 
 
 def default_small_model(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    return env.get("JUPYTER_MEMORY_SMALL_MODEL") or DEFAULT_SMALL_MODEL
+    return trust_table.env("JUPYTER_MEMORY_SMALL_MODEL", env) or DEFAULT_SMALL_MODEL
 
 
 @dataclass(frozen=True)

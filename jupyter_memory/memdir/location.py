@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.basedir import (
     _environ,
     config_base,
@@ -162,7 +163,7 @@ class MemoryLocation:
 
 
 def _enabled_from_env(environ: Mapping[str, str]) -> tuple[bool | None, str, str | None]:
-    raw = environ.get(ENV_DISABLE)
+    raw = trust_table.env(ENV_DISABLE, environ)
     if raw is None:
         return None, "", None
     value = raw.strip().lower()
@@ -197,7 +198,7 @@ def locate(project: Path | None = None, env: Mapping[str, str] | None = None) ->
     notes = list(settings.warnings)
     pdir = project_dir(root, environ)
 
-    env_dir = environ.get(ENV_MEMORY_DIR)
+    env_dir = trust_table.env(ENV_MEMORY_DIR, environ)
     chosen = None if env_dir else settings.memory_directory()
     if env_dir:
         memdir = validate_memory_dir(

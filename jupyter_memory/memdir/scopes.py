@@ -24,6 +24,7 @@ from typing import Any
 
 from jupyter_memory.errors import ConfigError, InvalidMemory
 from jupyter_memory.memdir.basedir import config_base
+from jupyter_memory.memdir.gateway import Root
 
 __all__ = [
     "AGENT_SCOPES",
@@ -37,6 +38,7 @@ __all__ = [
     "default_scope",
     "scope_dir",
     "scope_of",
+    "scope_root",
 ]
 
 MEMORY_SCOPES = ("private", "team")
@@ -133,3 +135,27 @@ def scope_dir(
         return config_base(env) / "agent-memory" / name
     folder = "agent-memory" if scope == "project" else "agent-memory-local"
     return Path(project_root) / ".claude" / folder / name
+
+
+def scope_root(
+    scope: str,
+    *,
+    memdir: Path,
+    project_root: Path,
+    team_dir: Path | None = None,
+    agent: str = DEFAULT_AGENT,
+    env: Mapping[str, str] | None = None,
+) -> Root:
+    """The folder of :func:`scope_dir` declared as a gateway root, once.
+
+    An agent's ``project`` and ``local`` folders are placed by the project's files (under
+    its ``.claude/``), so they must really lie inside the project: one reached through a
+    link that leads out is refused with :class:`~jupyter_memory.errors.PathRefused`.
+    """
+    folder = scope_dir(scope, memdir=memdir, project_root=project_root, team_dir=team_dir,
+                       agent=agent, env=env)
+    if scope in ("project", "local"):
+        return Root.declare("agent", folder, within=Root.declare("project", project_root),
+                            placed_by=f"the {scope} memory folder of the agent {agent!r}")
+    kind = {"team": "team", "user": "agent"}.get(scope, "memdir")
+    return Root.declare(kind, folder)

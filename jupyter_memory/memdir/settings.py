@@ -203,11 +203,11 @@ class Settings:
             if hooks is not None and isinstance(hooks.value, Mapping) and hooks.value:
                 events = ", ".join(str(k) for k in hooks.value)
                 wants.append(f"shell hooks ({events}) in {src.path}")
-        for key, names in ((_DIR_KEY, ("local",)), (_TEAM_KEY, ("project", "local"))):
-            for name in names:
-                reading = self.reading(key, name)
-                if reading is not None and reading.value not in (None, ""):
-                    wants.append(f"{key} {reading.value!r} in {self.source(name).path}")
+        for reading in (self.reading(_DIR_KEY, "local"), self.reading(_TEAM_KEY, "project"),
+                        self.reading(_TEAM_KEY, "local")):
+            if reading is not None and reading.value not in (None, ""):
+                where = self.source(reading.origin).path
+                wants.append(f"{reading.key} {reading.value!r} in {where}")
         return wants
 
     def skipped_notice(self) -> str | None:

@@ -152,6 +152,7 @@ class MemoryStore:
         lock_timeout: float = 30.0,
         cache: ScanCache | None = None,
         location: MemoryLocation | None = None,
+        root: Root | None = None,
     ) -> None:
         self.memdir = Path(memdir)
         self.session_id = session_id
@@ -162,8 +163,9 @@ class MemoryStore:
         self.cache = cache if cache is not None else ScanCache()
         self.location = location
         self._root_recorded = False
-        #: The memdir as a gateway root: every read and write of this store goes through it.
-        self.root = Root.declare(self.ROOT_KIND, self.memdir)
+        #: The memdir as a gateway root (declared by the caller, or here): every read and
+        #: write of this store goes through it.
+        self.root = root if root is not None else Root.declare(self.ROOT_KIND, self.memdir)
 
     @classmethod
     def for_project(

@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.errors import ConfigError
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.basedir import ENV_CONFIG_DIR, config_base, home_dir
 from jupyter_memory.memdir.gateway import Root
+from jupyter_memory.memdir.trust_table import USER
 
 __all__ = [
     "ENV_UNTRUSTED",
@@ -104,7 +106,7 @@ def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
 
 def untrusted_env(env: Mapping[str, str] | None = None) -> bool:
     """True when ``JUPYTER_MEMORY_UNTRUSTED`` asks for everything to be untrusted."""
-    return _environ(env).get(ENV_UNTRUSTED, "").strip().lower() in _TRUTHY
+    return (trust_table.env(ENV_UNTRUSTED, _environ(env)) or "").strip().lower() in _TRUTHY
 
 
 def trust_file(env: Mapping[str, str] | None = None) -> Path:
@@ -115,7 +117,7 @@ def trust_file(env: Mapping[str, str] | None = None) -> Path:
 def claude_config_file(env: Mapping[str, str] | None = None) -> Path:
     """Claude Code's global config: ``$CLAUDE_CONFIG_DIR/.claude.json`` or ``~/.claude.json``."""
     environ = _environ(env)
-    if environ.get(ENV_CONFIG_DIR):
+    if trust_table.env(ENV_CONFIG_DIR, environ):
         return config_base(environ) / ".claude.json"
     return home_dir(environ) / ".claude.json"
 
@@ -178,29 +180,40 @@ def _claude_projects(env: Mapping[str, str] | None) -> dict[str, dict[str, Any]]
     return {k: v for k, v in projects.items() if isinstance(k, str) and isinstance(v, dict)}
 
 
-def _lookup(folder: Path, key_ours: str, key_claude: str,
-            env: Mapping[str, str] | None) -> TrustDecision:
+def _grants(entry: Mapping[str, Any], what: str, *, claude: bool) -> bool:
+    """Whether one record's entry grants ``what`` (``trust`` or ``imports``), read through
+    the trust table (the person's own files)."""
+    if what == "trust":
+        value = (trust_table.value(_CLAUDE_TRUST_KEY, entry, USER) if claude
+                 else trust_table.value("trusted", entry, USER))
+    else:
+        value = (trust_table.value(_CLAUDE_IMPORTS_KEY, entry, USER) if claude
+                 else trust_table.value("external_imports", entry, USER))
+    return value is True
+
+
+def _lookup(folder: Path, what: str, env: Mapping[str, str] | None) -> TrustDecision:
     folder = _folder(folder)
     if untrusted_env(env):
         return TrustDecision(False, folder, "untrusted-env")
     ours, claude = _our_folders(env), _claude_projects(env)
     for cand in _candidates(folder):
-        if ours.get(cand, {}).get(key_ours) is True:
+        if _grants(ours.get(cand, {}), what, claude=False):
             return TrustDecision(True, folder, "jupyter-memory", Path(cand), trust_file(env))
-        if claude.get(cand, {}).get(key_claude) is True:
+        if _grants(claude.get(cand, {}), what, claude=True):
             return TrustDecision(True, folder, "claude", Path(cand), claude_config_file(env))
     return TrustDecision(False, folder, "none")
 
 
 def is_trusted(folder: Path | str, env: Mapping[str, str] | None = None) -> TrustDecision:
     """Whether hooks and path-moving settings in ``folder/.claude`` may take effect."""
-    return _lookup(Path(folder), "trusted", _CLAUDE_TRUST_KEY, env)
+    return _lookup(Path(folder), "trust", env)
 
 
 def external_imports_approved(folder: Path | str,
                               env: Mapping[str, str] | None = None) -> TrustDecision:
     """Whether instruction files of ``folder`` may import files from outside it."""
-    return _lookup(Path(folder), "external_imports", _CLAUDE_IMPORTS_KEY, env)
+    return _lookup(Path(folder), "imports", env)
 
 
 def _write(folder: Path, changes: Mapping[str, Any] | None,
@@ -279,15 +292,15 @@ def revoke(folder: Path | str, env: Mapping[str, str] | None = None) -> bool:
 def trusted_folders(env: Mapping[str, str] | None = None) -> list[TrustEntry]:
     """Every trusted folder of both records, ours first, each sorted by path."""
     out = [
-        TrustEntry(Path(k), "jupyter-memory", v.get("external_imports") is True,
+        TrustEntry(Path(k), "jupyter-memory", _grants(v, "imports", claude=False),
                    v.get("granted_at") if isinstance(v.get("granted_at"), str) else None,
                    trust_file(env))
-        for k, v in sorted(_our_folders(env).items()) if v.get("trusted") is True
+        for k, v in sorted(_our_folders(env).items()) if _grants(v, "trust", claude=False)
     ]
     out += [
-        TrustEntry(Path(k), "claude", v.get(_CLAUDE_IMPORTS_KEY) is True, None,
+        TrustEntry(Path(k), "claude", _grants(v, "imports", claude=True), None,
                    claude_config_file(env))
-        for k, v in sorted(_claude_projects(env).items()) if v.get(_CLAUDE_TRUST_KEY) is True
+        for k, v in sorted(_claude_projects(env).items()) if _grants(v, "trust", claude=True)
     ]
     return out
 

@@ -158,11 +158,13 @@ TABLE: Mapping[str, Field] = dict([
     _row("JUPYTER_MEMORY_SEMANTIC", _ENV, (DATA,), _MINE,
          "the offline selector's semantic part on or off"),
     _row("JUPYTER_MEMORY_REPLAY_MATCH", _ENV, (DATA,), _MINE, "how replay matches requests"),
-    _row("JUPYTER_MEMORY_EXAMPLES", _ENV, (DATA,), _MINE, "the course runs live or records"),
     _row("ANTHROPIC_API_KEY", _ENV, (DATA,), _MINE, "the model endpoint's key"),
     _row("ANTHROPIC_AUTH_TOKEN", _ENV, (DATA,), _MINE, "the model endpoint's bearer token"),
     _row("ANTHROPIC_BASE_URL", _ENV, (DATA,), _MINE, "the model endpoint"),
     _row("GIT_AUTHOR_NAME", _ENV, (DATA,), _MINE, "the author named in team memories"),
+    _row("JUPYTERHUB_USER", _ENV, (DATA,), _MINE, "the author, without a git author"),
+    _row("USER", _ENV, (DATA,), _MINE, "the author, without a hub user"),
+    _row("LOGNAME", _ENV, (DATA,), _MINE, "the author, without USER"),
     _row("PATH", _ENV, (RUNS_A_COMMAND,), _MINE, "where git is found for team sync"),
 ])
 """Every key the package reads, in the order ``docs/security.md`` prints them."""
@@ -191,10 +193,12 @@ def read(key: str, values: Mapping[str, Any], origin: str, *,
          trusted: bool = True) -> Reading | None:
     """The one accessor: ``key`` as ``origin`` set it in ``values`` (None when unset).
 
-    ``trusted`` says whether the folder a project value came from is trusted. A value
-    takes effect when its origin may set it at all and, for a project or local value
-    that can do more than be data, when the folder is trusted. A value that moves a path
-    from a project file must still name a folder inside the project: declare it with
+    ``trusted`` says whether the source is trusted: for a project or local value, the
+    folder it came from; for the person's own files, normally yes (``False`` only under
+    ``JUPYTER_MEMORY_UNTRUSTED``, which bundle replay sets). A value takes effect when its
+    origin may set it at all and, when it can do more than be data, when the source is
+    trusted; the environment always is. A value that moves a path from a project file must
+    still name a folder inside the project: declare it with
     ``Root.declare(..., within=project)``.
     """
     row = entry(key)
@@ -205,11 +209,11 @@ def read(key: str, values: Mapping[str, Any], origin: str, *,
     raw = values[key]
     if origin not in row.origins:
         return Reading(key, raw, origin, False, f"{key} is never read from {origin} files")
-    if origin in PERSON or not row.powerful:
+    if origin == ENVIRONMENT or not row.powerful or trusted:
         return Reading(key, raw, origin, True)
-    if not trusted:
-        return Reading(key, raw, origin, False, "this folder is not trusted")
-    return Reading(key, raw, origin, True)
+    if origin == USER:
+        return Reading(key, raw, origin, False, "JUPYTER_MEMORY_UNTRUSTED is set")
+    return Reading(key, raw, origin, False, "this folder is not trusted")
 
 
 def value(key: str, values: Mapping[str, Any], origin: str, *, trusted: bool = True,

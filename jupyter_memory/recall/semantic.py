@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import struct
 import threading
 import unicodedata
@@ -27,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.gateway import Root
 
 __all__ = [
@@ -61,8 +61,9 @@ def _model_dir() -> Path | None:
 
 def status() -> tuple[bool, str]:
     """Whether the semantic part can run, and a sentence saying so (shown by ``%memory why``)."""
-    if os.environ.get(ENV_SWITCH, "").strip().lower() in {"0", "off", "false", "no"}:
-        return False, f"semantic part off ({ENV_SWITCH}={os.environ[ENV_SWITCH]})"
+    switch = trust_table.env(ENV_SWITCH) or ""
+    if switch.strip().lower() in {"0", "off", "false", "no"}:
+        return False, f"semantic part off ({ENV_SWITCH}={switch})"
     if _FAILED is not None:
         return False, f"semantic part off: the model failed to load ({_FAILED})"
     if importlib.util.find_spec("numpy") is None:

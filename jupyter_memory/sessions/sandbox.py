@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir import trust_table
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
@@ -150,9 +151,8 @@ def use_sandbox(
             raise SandboxError(f"{path} is not a fake_api script: {exc} "
                                "(see docs/fake-api.md for the format).") from None
     if mode == "live":
-        environ = os.environ if env is None else env
-        if not any(environ.get(k) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                                            "ANTHROPIC_BASE_URL")):
+        if not any(trust_table.env(k, env) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+                                                     "ANTHROPIC_BASE_URL")):
             raise SandboxError(CONNECT_HELP)
         stop_sandbox(session)
         stopped = _stop_recording(session)

@@ -164,3 +164,31 @@ def test_the_magic_refuses_a_path_and_an_untrusted_agent(make_ip, tmp_path: Path
     with pytest.raises(UsageError, match="not trusted"):
         ip.run_cell_magic("agent", "--agent helper", "hello")
     assert fake_api.requests == []
+
+
+@pytest.mark.parametrize("scope", ["project", "local"])
+def test_the_command_line_and_remember_refuse_a_linked_agent_folder(
+    scope: str, tmp_path: Path, ssh: Path, make_ip, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same folder reached through ``--scope project|local --agent NAME``."""
+    import io
+
+    from jupyter_memory.cli import app as cli
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    link_folder(project, ssh, "link", scope)
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
+    for argv in (["list"], ["show", "MEMORY.md"], ["search", "key"], ["doctor"]):
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.main([*argv, "--scope", scope, "--agent", "helper", "--project", str(project)],
+                        stdin=io.StringIO(""), stdout=out, stderr=err)
+        assert code != 0 and "inside the project" in err.getvalue(), (argv, err.getvalue())
+        assert "PRIVATE KEY" not in out.getvalue() + err.getvalue()
+    from IPython.core.error import UsageError
+
+    ip = make_ip(project)
+    with pytest.raises(UsageError, match="inside the project"):
+        ip.run_cell_magic("remember", f"--scope {scope} --agent helper --type feedback "
+                          "--name joins -d 'left joins keep refunds'", "Use left joins.")
+    assert sorted(os.listdir(ssh)) == ["MEMORY.md", "id_ed25519"]

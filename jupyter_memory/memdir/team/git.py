@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir import trust_table
 
 __all__ = ["NO_SYMLINKS", "TeamError", "git_available", "git_config", "git_env", "git_toplevel",
            "run_git"]
@@ -25,7 +26,7 @@ class TeamError(JupyterMemoryError):
 def git_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of every git call: never a prompt or an editor, messages in English."""
     base = dict(os.environ if env is None else env)
-    base.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
+    base["PATH"] = trust_table.env("PATH", base) or trust_table.env("PATH") or "/usr/bin:/bin"
     base["GIT_TERMINAL_PROMPT"] = "0"
     base["GIT_EDITOR"] = "true"
     base.setdefault("LC_ALL", "C")
