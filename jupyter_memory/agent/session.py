@@ -331,9 +331,15 @@ class Session:
     def trust_notices(self) -> list[str]:
         """One line for each thing left out because its folder is not trusted."""
         from jupyter_memory.agent.lifecycle import skipped_notice
+        from jupyter_memory.errors import ConfigError
+        from jupyter_memory.memdir.team import team_location
 
         notes = [n for n in self._location.notes
                  if "not trusted" in n or "outside the project" in n]
+        try:  # a project's teamMemoryDirectory that was not obeyed
+            notes += list(team_location(self._location, self.env).notes)
+        except ConfigError:
+            pass
         hooks = skipped_notice(self)
         if hooks:
             notes.append(hooks)

@@ -167,6 +167,7 @@ def test_the_read_tool_does_not_take_a_refused_team_folder_for_memory(
         assert result.is_error and "PRIVATE KEY" not in result.content, result.content
     where = team_location(locate(project), None)
     assert where.folder != ssh
+    assert any("teamMemoryDirectory" in n and "not trusted" in n for n in session.trust_notices())
 
 
 # ------------------------------------------------------------------ the team index
