@@ -141,10 +141,13 @@ def restore_files(candidates: Sequence[Path | str], roots: Roots) -> Restored:
     restored: list[RestoredFile] = []
     skipped: list[str] = []
     total = 0
+    project = roots.get("project")
     for raw in candidates:
         if len(restored) >= MAX_FILES:
             break
         given = os.path.expanduser(os.fspath(raw))
+        if not os.path.isabs(given) and project is not None:  # as the Read tool takes it
+            given = os.path.join(project.real, given)
         try:
             root, path = roots.locate(Path(os.path.abspath(given)))
         except PathRefused:
