@@ -171,3 +171,13 @@ def test_never_imported(isolated_home: Path) -> None:
     assert never_imported(isolated_home / ".claude.json") is not None
     assert never_imported(base / "my-instructions.md") is None
     assert never_imported(isolated_home / "notes.txt") is None  # outside <base>: asks instead
+
+
+def test_a_relative_path_you_typed_starts_at_your_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "saved").mkdir()
+    (tmp_path / "saved" / "nb.ipynb").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    assert person_root("saved/nb.ipynb").text("saved/nb.ipynb") == "{}"
+    assert Root.declare("project", tmp_path / "saved").text("nb.ipynb") == "{}"  # a root's own

@@ -41,7 +41,7 @@ import stat
 import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Literal
 
@@ -104,6 +104,9 @@ class Root:
     path: Path
     real: Path
     links: Links = "inside"
+    #: Where a relative path starts (default: the root itself). A path the person typed
+    #: starts at their working folder (:func:`person_root`).
+    start: Path | None = None
 
     @classmethod
     def declare(
@@ -152,7 +155,8 @@ class Root:
         through the real name both count.
         """
         given = os.fspath(path)
-        full = os.path.normpath(given if os.path.isabs(given) else os.path.join(self.real, given))
+        full = os.path.normpath(given if os.path.isabs(given)
+                                else os.path.join(self.start or self.real, given))
         for base in (str(self.real), str(self.path)):
             rel = _relative(full, base)
             if rel is not None:
@@ -177,7 +181,7 @@ class Root:
             raise self._refuse(given, "it contains a NUL byte, which no file name can hold")
         rel = self.relative(given)
         if rel is None:  # reached through a link above the root (a memdir on another disk)
-            full = given if os.path.isabs(given) else os.path.join(self.real, given)
+            full = given if os.path.isabs(given) else os.path.join(self.start or self.real, given)
             rel = _relative(os.path.realpath(full), str(self.real))
             if rel is None:
                 raise self._refuse(given, f"it is outside {self}")
@@ -593,12 +597,13 @@ def person_root(path: str | os.PathLike[str]) -> Root:
     """The root of a path the person typed (a command-line argument, ``%agent resume PATH``).
 
     Their own choice may point anywhere: the root is the file's folder (or the folder
-    itself) and reads follow links wherever they lead. Writes still never go through a
+    itself) and reads follow links wherever they lead; a relative path given to it again
+    starts at the working folder, as the person meant it. Writes still never go through a
     link below it.
     """
     given = os.path.abspath(os.path.expanduser(os.fspath(path)))
     folder = given if os.path.isdir(given) else os.path.dirname(given)
-    return Root.declare("given", folder, links="any")
+    return replace(Root.declare("given", folder, links="any"), start=Path(os.getcwd()))
 
 
 def config_root(env: Mapping[str, str] | None = None) -> Root:
