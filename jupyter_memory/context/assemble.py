@@ -76,6 +76,11 @@ class RequestState:
     #: and the agent's memory index moves into the system prompt (SPEC §8).
     agent_prompt: str | None = None
     agent_name: str | None = None
+    #: A side call's own messages after the conversation (the extraction fork's instruction
+    #: and its rounds, a summary request): sent after it and never marked, so the moving
+    #: breakpoint stays on the conversation's last block. What the side call writes there is
+    #: then the prefix the next main call reads, and its own words are written nowhere.
+    suffix: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)
@@ -224,6 +229,15 @@ def _mark_last_block(messages: list[dict[str, Any]]) -> None:
             return
 
 
+def _append(messages: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
+    """Add wire messages after ``messages``, merging a first one of the same role."""
+    for message in more:
+        if messages and messages[-1]["role"] == message["role"]:
+            messages[-1]["content"].extend(message["content"])
+        else:
+            messages.append(message)
+
+
 def assemble(state: RequestState) -> AssembledRequest:
     """Build the exact request body for ``state``, and the parts it is made of."""
     system = _system_blocks(state)
@@ -238,6 +252,8 @@ def assemble(state: RequestState) -> AssembledRequest:
         messages[0]["content"][0]["cache_control"] = dict(CACHE)
         if len(messages) > 1 or len(messages[0]["content"]) > 1:
             _mark_last_block(messages)
+    if state.suffix:
+        _append(messages, wire_messages(state.suffix))
     body: dict[str, Any] = {
         "model": state.model,
         "max_tokens": state.max_tokens,
@@ -246,7 +262,7 @@ def assemble(state: RequestState) -> AssembledRequest:
     }
     if tools:
         body["tools"] = tools
-    snapshot = replace(state, messages=list(state.messages))
+    snapshot = replace(state, messages=list(state.messages), suffix=list(state.suffix))
     return AssembledRequest(body, lambda: tuple(_parts(snapshot, system, tools)))
 
 
@@ -289,7 +305,7 @@ def _parts(
         prompts.CONTEXT_PREAMBLE + ("\n\n" + prompts.date_block(state.today) if state.today else "")
     )
     parts.append(Part("system", "context preamble and date", frame, estimate_tokens(frame)))
-    for message in state.messages:
+    for message in [*state.messages, *state.suffix]:
         meta = message.get(META_KEY) or {}
         tokens = estimate_message(message)
         if meta.get("kind") == "recall":
