@@ -164,19 +164,21 @@ class Result:
 
 
 def run(turns: int = TURNS, *, mode: str = "index", gap: float = GAP_SECONDS,
-        min_cache_tokens: int | None = None) -> Result:
+        min_cache_tokens: int | None = None, cache_ttl: str = "5m") -> Result:
     """One session of ``turns`` turns in ``mode``; ``min_cache_tokens`` overrides the
-    model's minimum cacheable length (0: the old billing, which cached any prefix)."""
+    model's minimum cacheable length (0: the old billing, which cached any prefix);
+    ``cache_ttl`` is the ``Agent.cache_ttl`` setting."""
     saved = dict(os.environ)
     try:
         with tempfile.TemporaryDirectory(prefix="bench-cache-") as tmp:
-            return _run(Path(tmp), turns, mode, gap, min_cache_tokens)
+            return _run(Path(tmp), turns, mode, gap, min_cache_tokens, cache_ttl)
     finally:
         os.environ.clear()
         os.environ.update(saved)
 
 
-def _run(tmp: Path, turns: int, mode: str, gap: float, min_cache_tokens: int | None) -> Result:
+def _run(tmp: Path, turns: int, mode: str, gap: float, min_cache_tokens: int | None,
+         cache_ttl: str) -> Result:
     project = tmp / "project"
     project.mkdir()
     data_file = project / "notes.md"
@@ -193,7 +195,7 @@ def _run(tmp: Path, turns: int, mode: str, gap: float, min_cache_tokens: int | N
         os.environ["ANTHROPIC_API_KEY"] = "bench"
         session = Session(project, config=AgentConfig.from_env(
             max_retries=0, recall_mode=mode, recall_selector="model", extraction=True,
-            session_memory=True))
+            session_memory=True, cache_ttl=cache_ttl))
         store = session.store
         assert store is not None
         files = [store.create(f"fact-{k}", f"a project fact number {k} about revenue", "project",
@@ -263,11 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("index", "prefetch", "both"), default="both")
     parser.add_argument("--min-cache-tokens", type=int, default=None,
                         help="override the model's minimum cacheable length (0: cache any prefix)")
+    parser.add_argument("--cache-ttl", choices=("5m", "1h"), default="5m",
+                        help="the Agent.cache_ttl setting")
     parser.add_argument("--check", action="store_true", help="exit 1 below the goal")
     args = parser.parse_args(argv)
     modes = ("index", "prefetch") if args.mode == "both" else (args.mode,)
-    results = [(f"{mode}, {args.gap:g} s gaps",
-                run(args.turns, mode=mode, gap=args.gap, min_cache_tokens=args.min_cache_tokens))
+    results = [(f"{mode}, {args.gap:g} s gaps, cache_ttl {args.cache_ttl}",
+                run(args.turns, mode=mode, gap=args.gap, min_cache_tokens=args.min_cache_tokens,
+                    cache_ttl=args.cache_ttl))
                for mode in modes]
     print(table(results))
     failed = False

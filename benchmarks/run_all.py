@@ -251,6 +251,9 @@ def cache_section(quick: bool) -> Section:
         ("index, 5 min gaps", bench_cache.run(mode="index", gap=bench_cache.SLOW_GAP_SECONDS)),
         ("prefetch, 5 min gaps",
          bench_cache.run(mode="prefetch", gap=bench_cache.SLOW_GAP_SECONDS)),
+        ("index, 5 min gaps, `cache_ttl = '1h'`",
+         bench_cache.run(mode="index", gap=bench_cache.SLOW_GAP_SECONDS, cache_ttl="1h")),
+        ("index, 30 s gaps, `cache_ttl = '1h'`", bench_cache.run(mode="index", cache_ttl="1h")),
         ("prefetch, 30 s gaps, any prefix cached (the old billing)",
          bench_cache.run(mode="prefetch", min_cache_tokens=0)),
     ]

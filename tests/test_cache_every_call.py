@@ -214,3 +214,32 @@ def test_a_short_manifest_is_below_the_minimum_and_not_cached(fake_api, tmp_path
         assert call.usage is not None
         assert [b.cacheable for b in call.usage.breakpoints] == [False]
         assert call.usage.cache_read_input_tokens == call.usage.cache_creation_input_tokens == 0
+
+
+def test_an_hour_long_cache_outlives_a_pause_and_is_priced_at_twice(fake_api, tmp_path) -> None:
+    from jupyter_memory.context.pricing import report
+
+    session = make_session(tmp_path / "project", memdir=tmp_path / "memory", cache_ttl="1h")
+    Routed(fake_api, main=[Turn(text="Revenue is up."), Turn(text="Churn is flat.")])
+    try:
+        assert run_turn(session, "How does revenue look?").ok
+        fake_api.clock.advance(600)  # ten minutes: a five-minute entry would be gone
+        assert run_turn(session, "And churn?").ok
+    finally:
+        session.close()
+    first, second = calls(fake_api, "main")
+    assert [b.ttl for b in first.usage.breakpoints] == ["1h"] * 4
+    assert first.usage.ephemeral_1h_input_tokens == first.usage.total
+    assert second.usage.cache_read_input_tokens == first.usage.total
+    rows = {row.kind: row for row in report(session.cost_ledger, "test").rows}
+    used = rows["main"].usage
+    assert used.cache_creation_1h_input_tokens == used.cache_creation_input_tokens > 0
+    assert "1-hour cache writes 2x" in report(session.cost_ledger, "test").render_text()
+
+
+def test_the_default_lifetime_sends_no_ttl(tmp_path) -> None:
+    session = make_session(tmp_path / "project", memdir=tmp_path / "memory")
+    body = session.assemble([{"role": "user", "content": "hi"}]).body
+    marks = [b.cache_control for b in canonical_blocks(body) if b.cache_control is not None]
+    assert marks == [{"type": "ephemeral"}] * 4  # byte for byte what the API's default is
+    session.close()
