@@ -11,8 +11,8 @@ import pytest
 
 from jupyter_memory.context.pricing import price_usage
 from jupyter_memory.context.tokens import Usage
-from jupyter_memory.localapi import FakeAnthropic, Turn, min_cacheable_tokens
-from jupyter_memory.localapi.cache import MIN_CACHEABLE_TOKENS
+from jupyter_memory.localapi import FakeAnthropic, Turn
+from jupyter_memory.localapi.cache import MIN_CACHEABLE_TOKENS, min_cacheable_tokens
 
 SONNET = "claude-sonnet-5-5"  # the Sonnet 5 family: 1,024 tokens
 CACHE = {"type": "ephemeral"}

@@ -230,36 +230,46 @@ def extraction_prompt(
 ) -> str:
     """The instruction appended to the forked conversation (our own words).
 
-    The fork shares the main agent's system prompt, whose memory rules (the four types,
-    what not to save, how to save) it follows; this message adds only what is the fork's
-    own: its task, the manifest, today's date, its confinement and its budget. It is sent
-    fresh on every run (nothing after it reads it again), so it says nothing twice.
     With ``team`` the nested team folder is writable too, and the scope rules say which
     memories go there (SPEC §8).
     """
     index_step = (
         "The index MEMORY.md follows topic files with frontmatter automatically; do not "
         "edit it." if maintain_index else
-        "After writing a topic file, add or update its pointer in MEMORY.md (Read it first)."
+        "After writing a topic file, add or update its one-line pointer in MEMORY.md "
+        "(Read it first), as the memory rules above describe."
     )
     listing = existing or "(no memories yet)"
     return f"""\
 You are now the memory extraction agent. The person does not see this exchange; it runs \
 in the background after the conversation above. Your only task is to decide whether the \
-last {new_messages} messages above hold a durable fact worth keeping, and if so, to save it \
-in `{memdir}` by the memory rules of your system prompt. When in doubt, save nothing.
+last {new_messages} messages above contain anything worth keeping in long-term memory, and \
+if so, to save it in `{memdir}`.
 
-These memories exist already (type, file, last change, description); update the one that \
-covers the same fact rather than writing another, and Read a file before you change it:
+Save only durable facts of the four memory types that a future session could not \
+recover from the files, the data or the notebook: who the person is, how they want you to \
+work (corrections and confirmed approaches), decisions and context of the project, and \
+where things live in outside systems. Do not save code structure, file paths, schemas or \
+anything derivable from the current state; not history or recent changes; not debugging \
+recipes; not what the instruction files already say; not the task's progress or \
+temporary state; never credentials. When in doubt, save nothing.
+
+These memories exist already (type, file, last change, description):
 {listing}
 
-Today's date is {today}: write absolute dates, never "yesterday" or "last week". \
-{index_step}
+How to save:
+- Update an existing memory that covers the same fact instead of writing a new one; \
+Read a file before you Edit or overwrite it.
+- One fact per file, with frontmatter `name`, `description` (one specific line: it is \
+all a future search sees) and `type`; feedback and project memories carry a \
+**Why:** line and a **How to apply:** line.
+- Today's date is {today}: write absolute dates, never "yesterday" or "last week".
+- {index_step}
 
 You may use Read, Grep and Glob, and Write and Edit inside `{memdir}` only; nothing \
 else, and nothing can be deleted. You have at most {max_calls} model calls: read what you \
 need in one response (several calls at once), then write in the next. If nothing is \
-worth saving, answer "Nothing to save." without calling a tool; otherwise finish with one \
+worth saving, answer "Nothing to save." without calling a tool. Otherwise finish with one \
 short line naming the files you saved.""" + (_TEAM_STEP.format(memdir=memdir) if team else "")
 
 

@@ -19,7 +19,6 @@ from typing import Any
 
 _EXPORTS = {
     "NO_TURN_LEFT": "server",
-    "BreakpointUsage": "cache",
     "CacheUsage": "cache",
     "FakeAnthropic": "server",
     "Fault": "script",
@@ -30,7 +29,6 @@ _EXPORTS = {
     "echo_responder": "echo",
     "estimate_request_tokens": "tokens",
     "load_script": "script",
-    "min_cacheable_tokens": "cache",
 }
 
 __all__ = sorted(_EXPORTS)
