@@ -9,7 +9,8 @@ extraction, selector, notes, summary) and bills each one as the API does (the mo
 minimum cacheable length, the lookback, lifetimes), so the share of input read from the
 cache is measured over the whole session, not only its main turns.
 
-    python benchmarks/bench_cache.py [--turns 30] [--gap 30] [--mode index|prefetch] [--check]
+    python benchmarks/bench_cache.py [--turns 30] [--gap 30] [--mode index|prefetch|both]
+                                     [--cache-ttl 5m|1h] [--min-cache-tokens N] [--check]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -102,13 +104,16 @@ class Router:
     main: deque[Turn]
     memory_files: list[str]
     calls: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    # The notes and the fork may call at once, each from a thread of the server.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, body: dict[str, Any]) -> Turn | None:
         kind = kind_of(body)
-        self.calls[kind] += 1
-        n = self.calls[kind]
-        if kind == "main":
-            return self.main.popleft() if self.main else None
+        with self.lock:
+            self.calls[kind] += 1
+            n = self.calls[kind]
+            if kind == "main":
+                return self.main.popleft() if self.main else None
         if kind == "extraction":
             return Turn(text="Nothing to save.")
         if kind == "selector":
