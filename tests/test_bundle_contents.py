@@ -171,6 +171,25 @@ def test_a_yes_on_the_terminal_replays_a_folder_unpacked_earlier(tmp_path: Path)
     assert out.getvalue().startswith("Replayed demo.ipynb: 1 cells")
 
 
+def test_a_notebooks_shell_command_cannot_answer(tmp_path: Path) -> None:
+    """``!jupyter-memory bundle unpack … --replay`` in a notebook gets a pseudo-terminal
+    nobody types into: it must refuse at once, not wait for ever for a yes."""
+    canary = tmp_path / "canary"
+    notebook = recorded(tmp_path, (f"open({str(canary)!r}, 'w').write('ran')",))
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(["bundle", "unpack", str(pack(notebook, tmp_path / "b.zip").path),
+                     str(tmp_path / "out"), "--replay"],
+                    env={**os.environ, "JPY_PARENT_PID": "4242"}, stdin=Terminal("y\n"),
+                    stdout=out, stderr=err)
+    assert code == 2 and "nobody can answer" in err.getvalue() and not canary.exists()
+    assert "[y/N]" not in err.getvalue()  # nobody was asked
+
+
 # ------------------------------------------------------------------ trust and asking
 
 
