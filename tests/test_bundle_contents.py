@@ -79,9 +79,8 @@ def test_the_listing_lines_up_kinds_sizes_and_reasons() -> None:
         "  team memory        377  memory/team/a.md",
         "Left out:",
         "  private memory  memory/b.md: private; packed only with --include-private",
-        "Private memories are left out (no --include-private): a replay stops at the first "
-        "request the recorded session sent them in (in recall mode index, MEMORY.md goes "
-        "with every request).",
+        "Private memories are left out (no --include-private): a replay stops where the "
+        "recorded session used one (a memory the agent read, or one recall attached).",
     ]
     assert contents.to_json()["left_out"] == [{"name": "memory/b.md", "kind": "private memory",
                                               "reason": "private; packed only with "

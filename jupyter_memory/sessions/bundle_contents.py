@@ -119,9 +119,9 @@ class Contents:
             lines += [f"  {i.kind:<{width}}  {i.name}: {i.reason}" for i in self.left_out]
         if self.include_private is False and any(i.kind == PRIVATE_MEMORY for i in self.left_out):
             lines.append(
-                f"Private memories are left out (no {INCLUDE_PRIVATE}): a replay stops at the "
-                "first request the recorded session sent them in (in recall mode index, "
-                "MEMORY.md goes with every request).")
+                f"Private memories are left out (no {INCLUDE_PRIVATE}): a replay stops where "
+                "the recorded session used one (a memory the agent read, or one recall "
+                "attached).")
         return "\n".join(lines)
 
 
