@@ -117,6 +117,10 @@ class AgentConfig:
     cjk_trigger: bool = setting(
         False, "Let unspaced Chinese/Japanese questions trigger prefetch (the reference "
         "skips them as single words).")
+    display_roots: bool = setting(
+        False, "Name the memory folder, the project folder and the temporary folder "
+        "<memdir>, <project> and <tmp> in what the page shows (requests and recordings keep "
+        "the paths), so a saved notebook carries no machine paths.")
     recall_selector: str = setting(
         "model", "Who picks prefetched memories: the small model, or an offline ranking "
         "of their descriptions (no model call).", choices=RECALL_SELECTORS)

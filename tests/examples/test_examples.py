@@ -27,11 +27,13 @@ import pytest
 
 from jupyter_memory.demo import (
     execute_notebook,
+    folder_files,
     kernel_env,
     prepare_work,
     scratch_folder,
     static_outputs,
     write_html,
+    written_outside_run,
 )
 from jupyter_memory.demo import main as demo_main
 
@@ -203,14 +205,34 @@ def test_example_replays_without_drift(notebook: Path) -> None:
     work = scratch / notebook.stem
     try:
         copy = prepare_work(notebook, work)
+        before = folder_files(work)
         replayed = execute_notebook(copy, env=kernel_env(work / "home"), timeout=180)
+        strays = written_outside_run(work, before, notebook.stem)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     problem = drift(comparable(committed, _work_folder(committed)),
                     comparable(replayed, work))
+    assert not strays, (f"{notebook.name} wrote outside .run/{notebook.stem}/ (a run in place "
+                        f"would leave these in examples/): {strays[:20]}")
     assert not problem, (
         f"{notebook.name} replayed with different outputs than the committed notebook. If the "
         f"change is intended, run examples/make_recordings.py {notebook.name[:2]}.\n{problem}")
+
+
+def test_files_written_outside_the_run_folder_are_found(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "home").mkdir(parents=True)
+    (work / "02-x.ipynb").write_text("{}")
+    before = folder_files(work)
+    for rel in (".run/02-x/memory/a.md", "home/.ipython/x", "home/.claude/settings.json",
+                "demo-home/02-x/memory/a.md", ".run/03-y/a", "02-x.ipynb.bak"):
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text("x")
+    (work / "02-x.ipynb").write_text("{} ")  # the notebook saved in place is not new
+    assert written_outside_run(work, before, "02-x") == [
+        ".run/03-y/a", "02-x.ipynb.bak", "demo-home/02-x/memory/a.md", "home/.claude/settings.json"]
+    assert written_outside_run(work, before, "02-x", also=("demo-home/",)) == [
+        ".run/03-y/a", "02-x.ipynb.bak", "home/.claude/settings.json"]
 
 
 def test_comparison_sees_a_changed_answer(tmp_path: Path) -> None:
