@@ -73,8 +73,13 @@ def session_for(shell: Any, config: AgentConfig) -> Session:
     if st.session is None:
         folder, notebook = notebook_folder(shell)
         st.session = Session(folder, config=config, notebook=notebook)
-        for notice in st.session.trust_notices():
+        notices = st.session.trust_notices()
+        for notice in notices:
             print(notice, file=sys.stderr)
+        if notices:
+            # Sent now, so they come before what the cell prints next whatever the timing
+            # (stdout and stderr are separate streams, each flushed on its own clock).
+            sys.stderr.flush()
     elif st.session.config != config:
         st.session.config = config
         st.session.reset_tools()
