@@ -179,7 +179,7 @@ def load_script(notebook: Path) -> ModuleType:
     path = SCRIPTS / f"{notebook.stem}.py"
     if not path.is_file():
         raise SystemExit(f"{notebook.name} has no script of model answers at {path}.")
-    spec = importlib.util.spec_from_file_location(f"example_script_{notebook.stem[:2]}", path)
+    spec = importlib.util.spec_from_file_location(f"example_script_{notebook.stem.split("-", 1)[0]}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("only", nargs="*", help="examples whose file name starts with these")
     parser.add_argument("--keep", action="store_true", help="keep the work folder afterwards")
     args = parser.parse_args(argv)
-    notebooks = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
+    notebooks = sorted(EXAMPLES.glob("[0-9][0-9]*-*.ipynb"))
     if args.only:
         notebooks = [nb for nb in notebooks if nb.name.startswith(tuple(args.only))]
     if not notebooks:

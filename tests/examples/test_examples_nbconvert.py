@@ -18,7 +18,7 @@ import pytest
 pytestmark = pytest.mark.kernel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
+NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]*-*.ipynb"))
 
 
 #: Variables a reader's shell may have that must not decide how an example runs.
