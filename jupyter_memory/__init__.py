@@ -36,7 +36,19 @@ PUBLIC = {
     "semantic_status": "jupyter_memory.recall.offline",
 }
 
-__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension", *PUBLIC]
+__all__ = [
+    "__version__",
+    "age_text",
+    "cost_report",
+    "explain_recall",
+    "find_secrets",
+    "kernel_session",
+    "load_ipython_extension",
+    "model_calls",
+    "semantic_status",
+    "staleness_reminder",
+    "unload_ipython_extension",
+]
 
 
 def __getattr__(name: str) -> Any:

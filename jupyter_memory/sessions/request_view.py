@@ -243,6 +243,7 @@ def _block_line(block: Mapping[str, Any]) -> str:
 
 def _render_body(body: Mapping[str, Any], *, since: Mapping[str, str] | None = None) -> list[str]:
     """The readable body; ``since`` names what is unchanged since an earlier call."""
+    since = since or {}
     lines = []
     params = {k: v for k, v in body.items() if k not in ("system", "tools", "messages")}
     lines.append("  " + ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}"
@@ -251,7 +252,7 @@ def _render_body(body: Mapping[str, Any], *, since: Mapping[str, str] | None = N
     if system is not None:
         blocks = system if isinstance(system, list) else [{"type": "text", "text": system}]
         head = f"  system ({len(blocks)} block{'s' if len(blocks) != 1 else ''}){_marks(system)}"
-        if since and "system" in since:
+        if "system" in since:
             lines.append(f"{head}: unchanged since {since['system']}")
         else:
             lines.append(head + ":")
@@ -260,11 +261,11 @@ def _render_body(body: Mapping[str, Any], *, since: Mapping[str, str] | None = N
     if tools is not None:
         names = ", ".join(str(t.get("name")) for t in tools if isinstance(t, Mapping))
         size = len(json.dumps(tools, ensure_ascii=False))
-        same = f"; unchanged since {since['tools']}" if since and "tools" in since else ""
+        same = f"; unchanged since {since['tools']}" if "tools" in since else ""
         lines.append(f"  tools ({len(tools)}, {size:,} characters){_marks(tools)}: "
                      f"{names}{same}")
     messages = list(body.get("messages") or [])
-    shared = int(since["messages"]) if since and "messages" in since else 0
+    shared = int(since.get("messages", 0))
     lines.append(f"  messages ({len(messages)})" + (
         f": the first {shared} as in {since['messages_from']}; new from message {shared + 1}"
         if shared else "") + ":")

@@ -25,6 +25,7 @@ def test_every_public_name_resolves_and_is_documented() -> None:
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "python-api.md").read_text()
+    assert set(jupyter_memory.PUBLIC) <= set(jupyter_memory.__all__)
     for name in jupyter_memory.PUBLIC:
         assert callable(getattr(jupyter_memory, name))
         assert f"`{name}(" in doc, f"{name} is not in docs/python-api.md"
