@@ -57,7 +57,7 @@ from jupyter_memory.context.assemble import (
     assemble,
     report,
 )
-from jupyter_memory.context.call_log import CallLog, LoggedClient
+from jupyter_memory.context.call_log import CallLog
 from jupyter_memory.context.pricing import CostLedger
 from jupyter_memory.context.request_parts import PartStore
 from jupyter_memory.context.sdk import ModelClient
@@ -290,7 +290,7 @@ class Session:
         """
         inner = self.shared.endpoint.client(max_retries=self.config.max_retries,
                                             timeout=self.config.timeout)
-        return LoggedClient(inner, self.calls, self.agent.name if self.agent else None)
+        return self.calls.client(inner, self.agent.name if self.agent else None)
 
     def close(self) -> None:
         """Close the endpoint in use (kernel shutdown): its client's connections and what

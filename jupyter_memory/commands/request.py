@@ -46,9 +46,8 @@ class RequestArgs(CommonArgs):
 
 @command(
     "request",
-    "Show any model call of any turn exactly as sent: the main agent's rounds, the recall "
-    "selector, extraction, compaction summaries, session notes, %%remember's filing and a "
-    "defined agent's calls; --json prints the exact body.",
+    "Show any model call of any turn exactly as sent (the agent's rounds, the recall "
+    "selector, extraction, summaries, notes, %%remember, agents); --json: the exact body.",
     RequestArgs,
     fronts=BOTH,
     magic="%request",

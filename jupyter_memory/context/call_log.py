@@ -101,6 +101,7 @@ class CallLog:
         self._calls: list[ModelCall] = []
         self._running = False
         self._carried = 0
+        self._clients: dict[str | None, LoggedClient] = {}
 
     def turn_started(self) -> None:
         with self._lock:
@@ -126,6 +127,15 @@ class CallLog:
                              request={**ref, "digest": digest})
             self._calls.append(call)
         return call
+
+    def client(self, inner: ModelClient, agent: str | None = None) -> LoggedClient:
+        """``inner`` wrapped so its calls are noted here: the same wrapper while ``inner``
+        and ``agent`` stay the same (a session hands out one client while its settings do)."""
+        with self._lock:
+            cached = self._clients.get(agent)
+            if cached is None or cached.inner is not inner:
+                cached = self._clients[agent] = LoggedClient(inner, self, agent)
+            return cached
 
     @property
     def calls(self) -> list[ModelCall]:
