@@ -417,9 +417,11 @@ def build_record(turn: TurnState, answer: str, status: str,
     data = rep.to_json()
     requests, parts = _compact_requests(session, turn.requests, status)
     # the main agent's own rounds are the record's requests; every other call goes here
-    calls = [c.to_json() for c in session.calls.take_uncarried()
+    # (a failed turn's record may never be saved: the next record carries them again)
+    kept = status != "error"
+    calls = [c.to_json() for c in session.calls.uncarried(take=kept)
              if c.kind != "main" or c.agent is not None or not c.during_turn]
-    parts.update(session.calls.parts.carry(calls))
+    parts.update(session.calls.parts.carry(calls, keep=kept))
     return {
         "version": RECORD_VERSION,
         "session_id": session.session_id,
@@ -443,7 +445,7 @@ def build_record(turn: TurnState, answer: str, status: str,
         },
         "usage": turn.usage.to_json(),
         "requests": requests,
-        "calls": calls,
+        **({"calls": calls} if calls else {}),
         "parts": parts,
         "memories_written": [{"file": f, "by": "agent"} for f in turn.memories_written],
         "events": turn.events_log,

@@ -142,11 +142,13 @@ class CallLog:
         with self._lock:
             return list(self._calls)
 
-    def take_uncarried(self) -> list[ModelCall]:
-        """The calls no turn record carries yet (the next record carries them)."""
+    def uncarried(self, *, take: bool = True) -> list[ModelCall]:
+        """The calls no turn record carries yet; with ``take``, the record asking carries
+        them from now on (a failed turn's record does not: it may never be saved)."""
         with self._lock:
             out = self._calls[self._carried:]
-            self._carried = len(self._calls)
+            if take:
+                self._carried = len(self._calls)
             return out
 
     def body(self, call: ModelCall) -> dict[str, Any]:

@@ -140,14 +140,18 @@ class PartStore:
         with self._lock:
             return self._compact(body, None)
 
-    def carry(self, refs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-        """The parts the given reference forms need that no record carries yet."""
+    def carry(self, refs: Iterable[Mapping[str, Any]], *, keep: bool = True) -> dict[str, Any]:
+        """The parts the given reference forms need that no record carries yet; with
+        ``keep=False`` later records still count them as not carried (``compact_all``)."""
         new: dict[str, Any] = {}
         with self._lock:
+            saved = set(self._saved)
             for ref in refs:
                 for field in ("system", "tools", "conversation"):
                     if isinstance(ref.get(field), str):
                         self._carry(ref[field], new)
+            if not keep:
+                self._saved = saved
         return new
 
     def compact(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

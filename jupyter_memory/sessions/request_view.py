@@ -137,6 +137,7 @@ def notebook_calls(path: Path) -> TurnCalls:
     parts = notebook_parts(records)
     position = {(r.get("session_id"), r.get("turn")): n for n, r in enumerate(records, 1)}
     views: list[tuple[tuple[int, int, str], CallView]] = []
+    seen: set[tuple[Any, Any]] = set()
     for n, record in enumerate(records, 1):
         for entry in record.get("requests") or []:
             round_ = entry.get("round")
@@ -146,6 +147,10 @@ def notebook_calls(path: Path) -> TurnCalls:
                             body=_saved_body(entry, parts, path, n))
             views.append(((n, 0, str(entry.get("sent") or "")), view))
         for entry in record.get("calls") or []:
+            key = (record.get("session_id"), entry.get("number"))
+            if key in seen:  # carried again after a failed turn whose record was saved
+                continue
+            seen.add(key)
             turn = position.get((record.get("session_id"), entry.get("turn")))
             if turn is None:  # before the session's first turn (a %%remember), or a
                 turn = n - 1 if not entry.get("during_turn") else n  # turn not saved
