@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
 from jupyter_memory.agent.tools import PermissionPolicy, ToolContext, ToolRegistry, ToolResult
 from jupyter_memory.context.assemble import assemble
+from jupyter_memory.context.call_log import calling
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import InvalidPath, JupyterMemoryError
 from jupyter_memory.memdir import frontmatter, trust_table
@@ -675,10 +676,11 @@ class ExtractionHook(TurnHook):
                 return assemble(replace(state, tools=offered, suffix=fork)).body
 
             try:
-                result = run_confined(
-                    request.client, body_for, [first], run_tool, max_calls=self.max_calls,
-                    on_response=lambda m: session.cost_ledger.charge(
-                        "extraction", m, session.config.model))
+                with calling("extraction"):
+                    result = run_confined(
+                        request.client, body_for, [first], run_tool, max_calls=self.max_calls,
+                        on_response=lambda m: session.cost_ledger.charge(
+                            "extraction", m, session.config.model))
             except BaseException:
                 _put_back(store)  # a failed run changes nothing, not even half of it
                 raise

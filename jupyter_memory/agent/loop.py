@@ -184,6 +184,8 @@ def run_turn(
     turn.add(user_message(prompt, preamble))
     status, failure = "max_turns", None
     runner = session.runner
+    if session.parent is None:
+        session.calls.turn_started()
     try:
         _hooks(session, "before_turn", turn)
         turn.prefetch = session.start_prefetch(prompt, client)
@@ -216,6 +218,8 @@ def run_turn(
         INTERRUPTED if status == "interrupted" else None)
     conversation = session.conversation
     conversation.turn_count += 1
+    if session.parent is None:
+        session.calls.turn_ended()
     turn.memories_written = sorted(set(ctx.written_memdir_files) - turn.memories_before)
     conversation.total_usage = conversation.total_usage + turn.usage
     answer = "\n\n".join(
@@ -412,6 +416,12 @@ def build_record(turn: TurnState, answer: str, status: str,
     rep = session.context_report()
     data = rep.to_json()
     requests, parts = _compact_requests(session, turn.requests, status)
+    # the main agent's own rounds are the record's requests; every other call goes here
+    # (a failed turn's record may never be saved: the next record carries them again)
+    kept = status != "error"
+    calls = [c.to_json() for c in session.calls.uncarried(take=kept)
+             if c.kind != "main" or c.agent is not None or not c.during_turn]
+    parts.update(session.calls.parts.carry(calls, keep=kept))
     return {
         "version": RECORD_VERSION,
         "session_id": session.session_id,
@@ -435,6 +445,7 @@ def build_record(turn: TurnState, answer: str, status: str,
         },
         "usage": turn.usage.to_json(),
         "requests": requests,
+        **({"calls": calls} if calls else {}),
         "parts": parts,
         "memories_written": [{"file": f, "by": "agent"} for f in turn.memories_written],
         "events": turn.events_log,

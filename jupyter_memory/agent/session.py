@@ -57,6 +57,7 @@ from jupyter_memory.context.assemble import (
     assemble,
     report,
 )
+from jupyter_memory.context.call_log import CallLog
 from jupyter_memory.context.pricing import CostLedger
 from jupyter_memory.context.request_parts import PartStore
 from jupyter_memory.context.sdk import ModelClient
@@ -121,6 +122,7 @@ class Session:
         "_registry",
         "_tool_context",
         "agent",
+        "calls",
         "compaction",
         "compactor",
         "config",
@@ -161,6 +163,9 @@ class Session:
     memory: MemoryContext
     shared: SharedServices
     parts: PartStore
+    #: Every model call of this session and its children, as sent (``%request``); a child
+    #: session shares its parent's.
+    calls: CallLog
     compaction: CompactionState
     #: The latest relevance prefetch this session started (``%memory why`` explains it).
     last_prefetch: Prefetch | None
@@ -202,6 +207,8 @@ class Session:
                        else MemoryContext(self.cwd, env))
         self.shared = shared if shared is not None else SharedServices.live(env)
         self.parts = PartStore()
+        self.calls = (parent.calls if parent is not None
+                      else CallLog(self.parts, lambda: self.conversation.turn_count))
         self.compaction = CompactionState()
         self.last_prefetch = None
         self.recall_failures_told = set()
@@ -279,11 +286,13 @@ class Session:
     def client(self) -> ModelClient:
         """The model client of the endpoint in use, for this session's settings.
 
-        The endpoint keeps it, so connections are reused from turn to turn. Raises
-        ``NoModelConfigured`` when there is no model to talk to.
+        The endpoint keeps it, so connections are reused from turn to turn; each message
+        call is noted in :attr:`calls` as it leaves. Raises ``NoModelConfigured`` when
+        there is no model to talk to.
         """
-        return self.shared.endpoint.client(max_retries=self.config.max_retries,
-                                           timeout=self.config.timeout)
+        inner = self.shared.endpoint.client(max_retries=self.config.max_retries,
+                                            timeout=self.config.timeout)
+        return self.calls.client(inner, self.agent.name if self.agent else None)
 
     def close(self) -> None:
         """Close the endpoint in use (kernel shutdown): its client's connections and what

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from jupyter_memory.agent.compaction.budget import estimate_next_request
 from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
 from jupyter_memory.context.assemble import META_KEY
+from jupyter_memory.context.call_log import calling
 from jupyter_memory.context.tokens import estimate_messages, estimate_tokens
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir import trust_table
@@ -391,12 +392,14 @@ class SessionNotes(TurnHook):
         if client is None:
             client = self.session.client()
         model = self.session.config.small_model or self.session.config.model
-        reply = client.messages.create(
-            model=model,
-            max_tokens=UPDATE_MAX_TOKENS,
-            system=_SYSTEM,
-            messages=[{"role": "user", "content": update_prompt(current, render_conversation(new))}],
-        )
+        with calling("notes"):
+            reply = client.messages.create(
+                model=model,
+                max_tokens=UPDATE_MAX_TOKENS,
+                system=_SYSTEM,
+                messages=[{"role": "user",
+                           "content": update_prompt(current, render_conversation(new))}],
+            )
         self.session.cost_ledger.charge("notes", reply, model)
         text = "".join(getattr(b, "text", "") for b in reply.content if b.type == "text")
         notes = extract_notes(text)

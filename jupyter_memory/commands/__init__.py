@@ -6,6 +6,8 @@
   and ``%memory list`` are one definition; ``jupyter-memory add`` and ``%%remember`` too).
 - :mod:`~jupyter_memory.commands.notebooks`: ``context`` (``%context`` in a notebook) and
   the command line's ``cost``.
+- :mod:`~jupyter_memory.commands.request`: ``request`` (``%request``): any model call of
+  any turn, exactly as sent, from the live session or a saved notebook.
 - :mod:`~jupyter_memory.commands.agent`, :mod:`~jupyter_memory.commands.compact`,
   :mod:`~jupyter_memory.commands.sandbox`: the arguments of ``%agent`` (and its line
   subcommands), ``%compact`` and ``%sandbox``, which their magics run.
@@ -98,7 +100,7 @@ __all__ = [
     "usage_text",
 ]
 
-MAGICS = ("%agent", "%context", "%%remember", "%compact", "%sandbox")
+MAGICS = ("%agent", "%context", "%request", "%%remember", "%compact", "%sandbox")
 """The magics declared here besides ``%memory``, in the order the docs list them."""
 
 PROGRAMS = (PROGS[CLI], PROGS[MAGIC], *MAGICS)
@@ -109,7 +111,7 @@ def load(front: str) -> None:
     """Register every command of ``front`` (the command line's also need the session
     modules, which the magics do not import). Each module imports the one whose
     subcommands precede its own in the help: notebooks, transcript, bundle."""
-    from jupyter_memory.commands import notebooks  # noqa: F401
+    from jupyter_memory.commands import notebooks, request  # noqa: F401
 
     if front == CLI:
         from jupyter_memory.commands import bundle, transcript  # noqa: F401

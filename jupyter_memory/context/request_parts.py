@@ -107,18 +107,59 @@ class PartStore:
             _LIVE.add(self)
         # rolling key of a message-digest prefix -> digest of the conversation part for it
         self._chains: dict[str, str] = {}
+        # the digests some record of the session carries (the call log holds parts that
+        # no record carries yet: values may know more than the records do)
+        self._saved: set[str] = set()
 
-    def _put(self, value: Any, new: dict[str, Any]) -> str:
+    def _put(self, value: Any, new: dict[str, Any] | None) -> str:
         key = content_digest(value)
         if key not in self.values:
             self.values[key] = value
-            new[key] = value
+        if new is not None:
+            self._carry(key, new)
         return key
+
+    def _carry(self, key: str, new: dict[str, Any]) -> None:
+        """Put ``key`` (and, for a conversation part, the parts it refers to) in ``new``
+        unless a record already carries it."""
+        pending = [key]
+        while pending:
+            digest = pending.pop()
+            if digest in self._saved or digest not in self.values:
+                continue
+            value = self.values[digest]
+            new[digest] = value
+            self._saved.add(digest)
+            if isinstance(value, dict) and set(value) == {"prefix", "messages"}:
+                pending.extend(value["messages"])
+                if value["prefix"] is not None:
+                    pending.append(value["prefix"])
+
+    def hold(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The reference form of ``body``, its parts kept in this store but in no record
+        yet (the call log: :meth:`carry` hands them to the record that carries the call)."""
+        with self._lock:
+            return self._compact(body, None)
+
+    def carry(self, refs: Iterable[Mapping[str, Any]], *, keep: bool = True) -> dict[str, Any]:
+        """The parts the given reference forms need that no record carries yet; with
+        ``keep=False`` later records still count them as not carried (``compact_all``)."""
+        new: dict[str, Any] = {}
+        with self._lock:
+            saved = set(self._saved)
+            for ref in refs:
+                for field in ("system", "tools", "conversation"):
+                    if isinstance(ref.get(field), str):
+                        self._carry(ref[field], new)
+            if not keep:
+                self._saved = saved
+        return new
 
     def compact(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """``(reference form of body, parts first stored now)``; see the module docstring."""
+        new: dict[str, Any] = {}
         with self._lock:
-            return self._compact(body)
+            return self._compact(body, new), new
 
     def compact_all(
         self, bodies: Iterable[Mapping[str, Any]], *, keep: bool = True
@@ -130,19 +171,16 @@ class PartStore:
         record may count on it.
         """
         with self._lock:
-            saved = (dict(self.values), dict(self._chains)) if not keep else None
+            saved = (dict(self.values), dict(self._chains), set(self._saved)) if not keep else None
             refs: list[dict[str, Any]] = []
             new: dict[str, Any] = {}
             for body in bodies:
-                ref, added = self._compact(body)
-                refs.append(ref)
-                new.update(added)
+                refs.append(self._compact(body, new))
             if saved is not None:
-                self.values, self._chains = saved
+                self.values, self._chains, self._saved = saved
             return refs, new
 
-    def _compact(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        new: dict[str, Any] = {}
+    def _compact(self, body: Mapping[str, Any], new: dict[str, Any] | None) -> dict[str, Any]:
         ref: dict[str, Any] = {"params": {k: copy.deepcopy(v) for k, v in body.items()
                                           if k not in PART_FIELDS}}
         if "system" in body:
@@ -161,12 +199,14 @@ class PartStore:
         known = max((n for n in range(len(keys)) if keys[n] in self._chains), default=0)
         if known == len(digests) and digests:
             ref["conversation"] = self._chains[keys[known]]
+            if new is not None:
+                self._carry(ref["conversation"], new)
         else:
             part = {"prefix": self._chains[keys[known]] if known else None,
                     "messages": digests[known:]}
             ref["conversation"] = self._chains[keys[-1]] = self._put(part, new)
         ref["cache_marks"] = marks
-        return ref, new
+        return ref
 
 
 def known_part(digest: str) -> Any:

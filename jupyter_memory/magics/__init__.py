@@ -1,7 +1,7 @@
 """IPython front end: ``%load_ext jupyter_memory`` registers these magics.
 
 One Magics class per command family (as jupysql does): ``Agent`` (``%%agent``,
-``%agent``), ``ContextMagics`` (``%context``), ``MemoryMagics`` (``%memory``,
+``%agent``), ``ContextMagics`` (``%context``), ``RequestMagics`` (``%request``), ``MemoryMagics`` (``%memory``,
 ``%%remember``), ``CompactMagics`` (``%compact``). Settings live as traitlets on ``Agent`` so ``%config Agent`` lists
 and changes them.
 """
@@ -20,11 +20,13 @@ def load_ipython_extension(ipython: Any) -> None:
     from jupyter_memory.magics.compact import CompactMagics
     from jupyter_memory.magics.context import ContextMagics
     from jupyter_memory.magics.memory import MemoryMagics
+    from jupyter_memory.magics.request import RequestMagics
     from jupyter_memory.magics.sandbox import SandboxMagics
 
     agent = Agent(shell=ipython)
     ipython.register_magics(agent)
     ipython.register_magics(ContextMagics(shell=ipython, agent=agent))
+    ipython.register_magics(RequestMagics(shell=ipython, agent=agent))
     ipython.register_magics(MemoryMagics(shell=ipython, agent=agent))
     ipython.register_magics(CompactMagics(shell=ipython, agent=agent))
     ipython.register_magics(SandboxMagics(shell=ipython, agent=agent))

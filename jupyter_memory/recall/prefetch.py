@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jupyter_memory.context.call_log import calling
 from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_days
 from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, manifest
@@ -404,7 +405,8 @@ class Prefetch:
                 ledger.charge("selector", response, str(request.get("model") or ""))
 
             assert self._client is not None  # the model selector is chosen only with one
-            names = call_selector(self._client, request, on_response)
+            with calling("selector"):
+                names = call_selector(self._client, request, on_response)
             with self._lock:
                 self.answer = {"selected_memories": list(names)}
             answer = validate(names, files)

@@ -59,6 +59,10 @@ export interface TurnRecord {
    */
   requests: RequestEntry[];
   /**
+   * The session's other model calls noted since the previous record: the recall selector, compaction summaries and session notes of this turn, a defined agent's calls, and the calls made after the previous turn (extraction, notes, %%remember). Bodies are rebuilt like a request's, from parts.
+   */
+  calls?: CallEntry[];
+  /**
    * The request parts first needed by this record, by digest: block lists (system, tools), wire messages without cache_control, and conversation parts.
    */
   parts: {
@@ -205,6 +209,49 @@ export interface RequestEntry {
   id?: string;
   usage?: Usage;
   stop_reason?: string | null;
+  /**
+   * The body's own fields other than system, tools and messages (model, max_tokens, ...).
+   */
+  params: {
+    [k: string]: unknown;
+  };
+  system?: Digest;
+  tools?: Digest;
+  conversation: Digest;
+  /**
+   * [message index, block index, cache_control] for each marker on a message block.
+   */
+  cache_marks: [
+    number,
+    number,
+    {
+      [k: string]: unknown;
+    }
+  ][];
+}
+/**
+ * One model call other than the main agent's rounds (call_log.py): its kind, the turn it belongs to, and its body in reference form.
+ *
+ * This interface was referenced by `TurnRecord`'s JSON-Schema
+ * via the `definition` "callEntry".
+ */
+export interface CallEntry {
+  /**
+   * The call's position among every model call of the session, from 1.
+   */
+  number: number;
+  kind: 'main' | 'selector' | 'extraction' | 'remember' | 'summary' | 'notes';
+  /**
+   * The defined agent that made the call, or null.
+   */
+  agent: string | null;
+  /**
+   * The session turn running when the call was made, or the last one ended.
+   */
+  turn: number;
+  during_turn: boolean;
+  sent: string;
+  digest: Digest;
   /**
    * The body's own fields other than system, tools and messages (model, max_tokens, ...).
    */

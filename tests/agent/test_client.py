@@ -78,11 +78,12 @@ def test_client_is_rebuilt_only_when_its_settings_change(fake_api, project, monk
     assert second is not first and session.client() is second
     session.config = AgentConfig.from_env(max_retries=0, timeout=5.0)
     third = session.client()
-    assert third is not second and third.timeout == 5.0
+    # the session hands out its endpoint's SDK client wrapped by its call log (.inner)
+    assert third is not second and third.inner.timeout == 5.0
     assert session.endpoint.shared.built == 3
-    assert not first.is_closed()  # replaced clients stay open for background work ...
+    assert not first.inner.is_closed()  # replaced clients stay open for background work ...
     session.close()
-    assert first.is_closed() and third.is_closed()  # ... until the session closes
+    assert first.inner.is_closed() and third.inner.is_closed()  # ... until the session closes
 
 
 def test_switching_the_endpoint_closes_what_the_old_one_owned(fake_api, project):
@@ -92,7 +93,7 @@ def test_switching_the_endpoint_closes_what_the_old_one_owned(fake_api, project)
     old_endpoint = session.endpoint
     client = session.client()
     assert session.use_endpoint(LiveEndpoint(session.env)) is old_endpoint
-    assert client.is_closed() and session.client() is not client
+    assert client.inner.is_closed() and session.client() is not client
 
 
 def test_close_then_use_builds_a_new_client(fake_api, project, constructed):
@@ -101,9 +102,9 @@ def test_close_then_use_builds_a_new_client(fake_api, project, constructed):
     assert run_turn(session, "First?").ok
     client = session.client()
     session.close()
-    assert client.is_closed()
+    assert client.inner.is_closed()
     assert run_turn(session, "Second?").ok
-    assert session.client() is not client and not session.client().is_closed()
+    assert session.client() is not client and not session.client().inner.is_closed()
     assert len(constructed) == 2
 
 
@@ -157,15 +158,15 @@ def test_kernel_state_closes_its_session(project, fake_api):
     st.session = quiet_session(project)
     client = st.session.client()
     close_sessions()
-    assert client.is_closed()
+    assert client.inner.is_closed()
     again = st.session.client()
     forget_state(shell)
-    assert again.is_closed()
+    assert again.inner.is_closed()
 
 
 def test_idle_connections_are_kept_between_cells(fake_api, project):
     from jupyter_memory.agent.client import KEEPALIVE_SECONDS
 
     client = quiet_session(project).client()
-    pool = client._client._transport._pool  # httpx's connection pool of the SDK client
+    pool = client.inner._client._transport._pool  # httpx's connection pool of the SDK client
     assert pool._keepalive_expiry == KEEPALIVE_SECONDS >= 300

@@ -18,6 +18,7 @@ from jupyter_memory.magics.state import state_for
 HELP = {
     "%agent": "%agent -h",
     "%context": "%context -h",
+    "%request": "%request -h",
     "%%remember": "%%remember -h",
     "%compact": "%compact -h",
     "%sandbox": "%sandbox -h",

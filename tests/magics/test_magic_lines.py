@@ -261,4 +261,4 @@ def test_every_magic_has_its_declared_commands_and_help() -> None:
             assert MAGIC in cmd.fronts and cmd.help.endswith(".")
     twins = {c.name: c.spelling(MAGIC) for c in COMMANDS.values()
              if set(c.fronts) == set(BOTH) and c.program(MAGIC) != "%memory"}
-    assert twins == {"context": "%context", "add": "%%remember"}
+    assert twins == {"context": "%context", "request": "%request", "add": "%%remember"}

@@ -41,6 +41,7 @@ from jupyter_memory.agent.compaction.restore import (
     restore_files,
 )
 from jupyter_memory.context.assemble import META_KEY
+from jupyter_memory.context.call_log import calling
 from jupyter_memory.context.models import SUMMARY_OUTPUT_RESERVE, model_info
 from jupyter_memory.context.tokens import Usage, estimate_messages
 from jupyter_memory.memdir.clock import now_iso
@@ -330,7 +331,7 @@ def _summarise(
                                  "dropped": dropped}
         requests.append(entry)
         try:
-            with client.messages.stream(**body) as stream:
+            with calling("summary"), client.messages.stream(**body) as stream:
                 message = stream.get_final_message()
         except Exception as exc:
             from jupyter_memory.agent.failures import describe_failure, is_model_failure

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.remember.result import MemoryNotFiled, RememberResult
 from jupyter_memory.context import prompts
+from jupyter_memory.context.call_log import calling
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.dates import RelativeDate, find_relative_dates
 from jupyter_memory.memdir.index import INDEX_NAME
@@ -136,10 +137,11 @@ def remember_with_agent(
         return {"model": session.config.model, "max_tokens": session.config.max_tokens,
                 "system": system, "tools": definitions, "messages": messages}
 
-    run = run_confined(client, body_for, [first],
-                        lambda tool, args: registry.run(tool, args, ctx), max_calls=max_calls,
-                        on_response=lambda m: session.cost_ledger.charge(
-                            "remember", m, session.config.model))
+    with calling("remember"):
+        run = run_confined(client, body_for, [first],
+                           lambda tool, args: registry.run(tool, args, ctx), max_calls=max_calls,
+                           on_response=lambda m: session.cost_ledger.charge(
+                               "remember", m, session.config.model))
     files = [f for f in recording.before if f != INDEX_NAME and (folder / f).exists()]
     created = [f for f in files if recording.before[f] is None]
     out = RememberResult("agent", folder, files, created, agent_text=run.final_text)

@@ -1,0 +1,78 @@
+"""What a notebook cell may use from Python: the names ``from jupyter_memory import ...``
+gives (the package's ``__init__`` imports them from here on first use).
+
+Each reads this kernel's session, the one ``%%agent`` talks through, so a learner's cell
+sees what the magics see without reaching into the package's modules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jupyter_memory.errors import ConfigError
+
+if TYPE_CHECKING:
+    from jupyter_memory.agent.session import Session
+    from jupyter_memory.context.pricing import CostReport
+    from jupyter_memory.sessions.request_view import TurnCalls
+
+__all__ = ["cost_report", "explain_recall", "kernel_session", "model_calls"]
+
+
+def kernel_session() -> Session:
+    """The agent session of this kernel (made on first use, as ``%%agent`` would).
+
+    >>> session = kernel_session()
+    >>> session.last_record["answer"]      # the last turn's answer
+    """
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    agent = None if shell is None else shell.magics_manager.registry.get("Agent")
+    if agent is None:
+        raise ConfigError("kernel_session() needs an IPython kernel with the extension "
+                          "loaded: run %load_ext jupyter_memory first.")
+    session: Session = agent.session()
+    return session
+
+
+def model_calls(notebook: str | Path | None = None) -> TurnCalls:
+    """Every model call of this kernel's session, or of a saved ``notebook``: the data
+    behind ``%request``, each call with its turn, kind and exact body.
+
+    >>> calls = model_calls()
+    >>> [c.kind for c in calls.of_turn(1)]          # ['selector', 'main', 'extraction']
+    >>> calls.of_turn(1)[1].body["system"]           # the system blocks, as sent
+    """
+    from jupyter_memory.sessions.request_view import live_calls, notebook_calls
+
+    if notebook is not None:
+        return notebook_calls(Path(notebook).expanduser())
+    return live_calls(kernel_session())
+
+
+def cost_report(notebook: str | Path | None = None) -> CostReport:
+    """What this kernel's model calls cost so far, by kind of call (``%context --cost``), or
+    a saved notebook's (``jupyter-memory cost``).
+
+    >>> print(cost_report().render_text())
+    """
+    from jupyter_memory.context.pricing import notebook_ledger, report
+
+    if notebook is not None:
+        path = Path(notebook).expanduser()
+        ledger, note = notebook_ledger(path)
+        return report(ledger, f"the turn records saved in {path.name}", note)
+    return report(kernel_session().cost_ledger, "this session, live")
+
+
+def explain_recall() -> list[dict[str, Any]]:
+    """Why each memory reached the model or not in this session's latest turn: the rows
+    of ``%memory why``, one dict per memory (``file``, ``decision``, ``reason``, ...).
+
+    >>> [(row["file"], row["decision"]) for row in explain_recall()]
+    """
+    from jupyter_memory.recall.explain import explain
+
+    return explain(kernel_session())
