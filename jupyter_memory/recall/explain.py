@@ -24,7 +24,7 @@ from typing import Any
 from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_text
 from jupyter_memory.memdir.fsutil import read_no_follow
-from jupyter_memory.memdir.index import INDEX_NAME, load_for_model, normalize_file, parse_index
+from jupyter_memory.memdir.index import INDEX_NAME, loaded_through, normalize_file, parse_index
 from jupyter_memory.memdir.scopes import TEAM_PREFIX, scope_of
 from jupyter_memory.recall.conversation import agent_files, budget_used, surfaced_files
 from jupyter_memory.recall.limits import SESSION_BUDGET_BYTES
@@ -174,14 +174,8 @@ def _explain_one(
     except (OSError, InvalidPath):
         raw = ""
     index = parse_index(raw)
-    loaded = load_for_model(raw)
-    trimmed = raw.strip()
-    leading = raw[: raw.find(trimmed)].count("\n") if trimmed else 0
-    kept = loaded.text
-    if loaded.warning and kept.endswith(loaded.warning):
-        kept = kept[: -len(loaded.warning)].rstrip("\n")
-    visible_lines = kept.count("\n") + 1 if kept else 0
-    limit = " and ".join(loaded.limits_hit) or "size"
+    loaded = loaded_through(raw)
+    limit = " and ".join(loaded.limits) or "size"
     out: list[dict[str, Any]] = []
     on_disk: set[str] = set()
     for memory in memories:
@@ -195,7 +189,7 @@ def _explain_one(
                 "shows it (the agent can still find it with Grep or Glob, path C); "
                 "%memory doctor can add the line", "A"))
             continue
-        if entry.line - leading > visible_lines:
+        if entry.line > loaded.through:
             out.append(decision(
                 memory, "truncated",
                 f"its pointer is on line {entry.line} of {name}, past the {limit} limit of "

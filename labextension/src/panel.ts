@@ -377,6 +377,10 @@ export class MemoryPanel extends Widget {
           'Not in MEMORY.md: index-mode recall never sees it.'
         )
       );
+    } else if (memory.loaded === false && memory.loaded_reason) {
+      item.append(
+        el('p', 'jp-MemoryPanel-note', `Not loaded: ${memory.loaded_reason}.`)
+      );
     }
     return item;
   }
