@@ -434,7 +434,9 @@ export class MemoryPanel extends Widget {
     const result = await showDialog({
       title: 'Forget memory',
       body: new Widget({ node: body }),
-      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Forget' })]
+      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Forget' })],
+      // The safe button has the focus: Enter keeps the memory, Forget needs a choice.
+      defaultButton: 0
     });
     if (!result.button.accept) {
       return;

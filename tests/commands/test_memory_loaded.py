@@ -45,13 +45,14 @@ def test_list_json_says_which_memories_the_model_receives(memdir: Path, project:
     cut = records[files[250]]
     assert cut["loaded_reason"].startswith("its pointer is on line 251 of MEMORY.md, past")
     code, out, _ = cli_run("list", "--json", "--mode", "prefetch", "--project", str(project))
-    assert not any(r["loaded"] for r in json.loads(out))
+    assert code == 0 and not any(r["loaded"] for r in json.loads(out))
 
 
 def test_list_table_has_a_loaded_column_and_says_what_no_means(
         memdir: Path, project: Path) -> None:
     files = fill(memdir)
     code, out, _ = cli_run("list", "--project", str(project))
+    assert code == 0
     lines = out.splitlines()
     assert lines[0].split()[5:7] == ["indexed", "loaded"]
     rows = {line.split()[-1]: line.split() for line in lines[1:COUNT + 1]}
@@ -62,9 +63,9 @@ def test_list_table_has_a_loaded_column_and_says_what_no_means(
 def test_show_and_search_carry_loaded(memdir: Path, project: Path) -> None:
     files = fill(memdir)
     code, out, _ = cli_run("show", files[-1], "--json", "--project", str(project))
-    assert json.loads(out)["loaded"] is False
+    assert code == 0 and json.loads(out)["loaded"] is False
     code, out, _ = cli_run("search", "note 7", "--json", "--project", str(project))
-    assert all("loaded" in r for r in json.loads(out))
+    assert code == 0 and all("loaded" in r for r in json.loads(out))
 
 
 def test_the_magic_judges_in_the_sessions_recall_mode(ip: InteractiveShell, memdir: Path) -> None:

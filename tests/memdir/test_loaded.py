@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from jupyter_memory.memdir.index import MAX_CHARS, MAX_LINES, loaded_through
+from jupyter_memory.memdir.location import locate
 from jupyter_memory.memdir.record import Memory
 from jupyter_memory.memdir.store import MemoryStore
 from jupyter_memory.memdir.team import open_store, scan_all
-from jupyter_memory.memdir.location import locate
 
 
 def fill(memdir: Path, count: int, *, prefix: str = "note", hook: str = "a note") -> list[str]:
