@@ -325,7 +325,8 @@ def render_explain(decisions: Sequence[Mapping[str, Any]], *, width: int | None 
                       _size(d.get("bytes")), str(d.get("file", "?")), str(d.get("reason", ""))))
     widths = [max(len(r[i]) for r in table) for i in range(5)]
     indent = sum(widths) + 2 * 5
-    lines = [f"Recall decisions for {len(decisions)} memories: {summary}", ""]
+    noun = "memory" if len(decisions) == 1 else "memories"
+    lines = [f"Recall decisions for {len(decisions):,} {noun}: {summary}", ""]
     for row in table:
         left = "  ".join(cell.ljust(widths[i]) if i != 3 else cell.rjust(widths[i])
                          for i, cell in enumerate(row[:5]))
