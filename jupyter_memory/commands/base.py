@@ -941,6 +941,11 @@ class CommandContext(Generic[A]):
     def project_root(self) -> Path:
         return Path(self.location.project_root)
 
+    def recall_mode(self) -> str:
+        """The recall mode a memory's ``loaded`` is judged in: here the default, ``index``
+        (a notebook's session has its own, ``%memory mode``)."""
+        return "index"
+
     @property
     def session(self) -> Session:
         """The notebook's agent session: only the magic has one."""

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from jupyter_memory.memdir.pending import PendingItem
     from jupyter_memory.memdir.store import MemoryStore
 
-__all__ = ["RememberArgs", "extraction_status", "memory_table", "pending_diff",
+__all__ = ["RememberArgs", "extraction_status", "loaded_notes", "memory_table", "pending_diff",
            "pending_table"]
 
 NAME_HELP = "a memory's name, its file (user_role.md, team/db.md) or the file's stem"
@@ -92,19 +92,23 @@ def _path(ctx: CommandContext[ScopedArgs]) -> int:
 class ListArgs(ScopedArgs):
     type: str | None = arg("--type", choices=MEMORY_TYPES, help="only memories of this type")
     limit: int | None = arg("--limit", type=int, metavar="N", help="show at most N memories")
+    mode: str | None = arg("--mode", choices=("index", "prefetch"),
+                           help="judge whether each memory is loaded in this recall mode "
+                                "(default: the session's in a notebook, index on the "
+                                "command line)")
 
 
 @command(
     "list",
     "List memories, newest first: type, name, description, age, size, whether the index "
-    "points at it, who wrote it, and the file.",
+    "points at it and whether the model receives that line, who wrote it, and the file.",
     ListArgs,
     fronts=BOTH,
 )
 def _list(ctx: CommandContext[ListArgs]) -> int:
     if ctx.args.limit is not None and ctx.args.limit < 0:
         raise CommandUsageError("--limit must be 0 or more.")
-    memories = _memories(ctx)
+    memories = _memories(ctx, ctx.args.mode)
     if ctx.args.type:
         memories = [m for m in memories if m.type == ctx.args.type]
     if ctx.args.limit is not None:
@@ -113,22 +117,36 @@ def _list(ctx: CommandContext[ListArgs]) -> int:
     return EXIT_OK
 
 
-def _memories(ctx: CommandContext[Any]) -> list[Memory]:
+def _recall_mode(ctx: CommandContext[Any], mode: str | None = None) -> str:
+    """The recall mode ``loaded`` is judged in: ``mode`` when given; an agent's own memory
+    is always loaded as an index (its system prompt carries it); else the context's."""
+    if mode:
+        return mode
+    if ctx.args.scope in ("user", "project", "local"):
+        return "index"
+    return ctx.recall_mode()
+
+
+def _memories(ctx: CommandContext[Any], mode: str | None = None) -> list[Memory]:
     """The memories of the subcommand's ``--scope``, named as everywhere else: a team
     memory's file starts with ``team/`` (conflict copies and held-back files are listed
-    by ``team status`` instead)."""
+    by ``team status`` instead); ``loaded`` judged in :func:`_recall_mode`."""
     if ctx.args.scope == "team":
-        return [m for m in ctx.project_store().list() if m.scope == "team"]
-    return ctx.store.list()
+        found = [m for m in ctx.project_store().list() if m.scope == "team"]
+    else:
+        found = ctx.store.list()
+    judged = _recall_mode(ctx, mode)
+    return [m.in_mode(judged) for m in found]
 
 
 def _shown(ctx: CommandContext[Any], memory: Memory) -> Memory:
-    """``memory`` named as people see it (``team/…`` under ``--scope team``)."""
+    """``memory`` named as people see it (``team/…`` under ``--scope team``), with
+    ``loaded`` judged in the context's recall mode."""
     from jupyter_memory.memdir.team import as_team
 
     if ctx.args.scope == "team" and not memory.file.startswith("team/"):
-        return as_team(memory)
-    return memory
+        memory = as_team(memory)
+    return memory.in_mode(_recall_mode(ctx))
 
 
 @command("show", "Print one memory, whole (by name, file or file stem).", NameArgs,
@@ -712,21 +730,36 @@ def memory_table(memories: Sequence[Memory], ctx: CommandContext[Any] | None = N
     # column once a memory names who wrote it (every team write does).
     scoped = any(m.scope != "private" for m in memories)
     authored = any(m.author for m in memories)
-    rows = [("type", "name", "description", "age", "bytes", "indexed", "by")
+    rows = [("type", "name", "description", "age", "bytes", "indexed", "loaded", "by")
             + (("author",) if authored else ()) + (("scope",) if scoped else ()) + ("file",)]
     for m in memories:
         desc = " ".join((m.description or "").split())
         rows.append((m.type or "-", m.name, desc if len(desc) <= 60 else desc[:59] + "…",
                      age_text(m.age_days), str(m.bytes), "yes" if m.indexed else "NO",
-                     m.provenance or "?") + ((m.author or "-",) if authored else ())
+                     "yes" if m.loaded else "NO", m.provenance or "?")
+                    + ((m.author or "-",) if authored else ())
                     + ((m.scope,) if scoped else ()) + (m.file,))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    if any(not m.indexed for m in memories):
-        repair = ctx.cmd("repair") if ctx is not None else "repair"
-        lines.append(f"indexed NO: MEMORY.md has no line for it, so index recall never shows "
-                     f"it; {repair} adds one.")
+    lines.extend(loaded_notes(memories, ctx.cmd("repair") if ctx is not None else "repair"))
     return "\n".join(lines)
+
+
+def loaded_notes(memories: Sequence[Memory], repair: str = "repair") -> list[str]:
+    """What the ``indexed`` and ``loaded`` columns' NO mean for these memories, one line
+    each (none when every memory is indexed and loaded)."""
+    notes = []
+    if any(not m.indexed for m in memories):
+        notes.append(f"indexed NO: MEMORY.md has no line for it, so index recall never shows "
+                     f"it; {repair} adds one.")
+    cut = [m for m in memories if m.indexed and not m.loaded and m.recall_mode == "index"]
+    if cut:
+        notes.append(f"loaded NO: {len(cut):,} pointer line{'s are' if len(cut) != 1 else ' is'}"
+                     f" past the limit of what the model receives (the first was "
+                     f"{cut[0].file}: {cut[0].loaded_reason}); shorten the index.")
+    if any(m.recall_mode != "index" for m in memories):
+        notes.append(f"loaded NO: {memories[0].in_mode('prefetch').loaded_reason}.")
+    return notes
 
 
 def pending_table(items: Sequence[PendingItem], ctx: CommandContext[Any]) -> str:

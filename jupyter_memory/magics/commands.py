@@ -206,6 +206,9 @@ class MagicCommandContext(CommandContext[Any]):
     def project_root(self) -> Path:
         return Path(self.session.project_root)
 
+    def recall_mode(self) -> str:
+        return str(self.session.recall_mode)
+
     def memory_state(self) -> tuple[bool, str]:
         session = self.session
         override = session.memory.enabled_override

@@ -330,7 +330,8 @@ def _project_findings(store: MemoryStore, env: Mapping[str, str] | None) -> list
                 "orphaned_project",
                 "warning",
                 str(memdir),
-                f"{count} memories in {memdir} belong to {root}, which no longer exists (the "
+                f"{count} {'memory' if count == 1 else 'memories'} in {memdir} belong"
+                f"{'s' if count == 1 else ''} to {root}, which no longer exists (the "
                 f"project was moved, renamed or deleted).{likely} To bring them here, run "
                 f"`jupyter-memory repair --reattach {memdir}` in the project's new folder.",
             )

@@ -267,6 +267,44 @@ def load_for_model(text: str) -> LoadedIndex:
     )
 
 
+@dataclass(frozen=True)
+class LoadedLines:
+    """Which lines of an index text the model receives (:func:`loaded_through`)."""
+
+    #: The last line (1-based, as :func:`parse_index` numbers them) the model receives.
+    through: int
+    #: The limits that cut what follows (empty: every line loads).
+    limits: tuple[LimitName, ...] = ()
+    #: The last line the 200-line cut keeps (leading blank lines count, as they are trimmed).
+    line_limit: int = MAX_LINES
+
+    def cut_by(self, line: int) -> LimitName | None:
+        """The limit that keeps ``line`` from the model, or None when it is received."""
+        if line <= self.through:
+            return None
+        if "lines" in self.limits and (line > self.line_limit or "chars" not in self.limits):
+            return "lines"
+        return "chars"
+
+
+def loaded_through(text: str) -> LoadedLines:
+    """How much of ``text`` reaches the model, by line.
+
+    A pointer line past :attr:`LoadedLines.through` exists (the memory is *indexed*) but
+    never reaches the model: it is not *loaded* (docs/reference.md#the-index-and-its-limits).
+    """
+    trimmed = text.strip()
+    if not trimmed:
+        return LoadedLines(0)
+    loaded = load_for_model(text)
+    kept = loaded.text
+    if loaded.warning and kept.endswith(loaded.warning):
+        kept = kept[: -len(loaded.warning)].rstrip("\n")
+    leading = text[: text.find(trimmed)].count("\n")
+    return LoadedLines(leading + (kept.count("\n") + 1 if kept else 0), loaded.limits_hit,
+                       leading + MAX_LINES)
+
+
 CheckStatus = Literal["ok", "near", "over"]
 
 

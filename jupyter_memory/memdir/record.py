@@ -8,7 +8,7 @@ unknown ``type`` is still a memory (``name`` falls back to the file stem).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -16,7 +16,8 @@ from typing import Any
 from jupyter_memory.memdir.clock import iso_utc
 from jupyter_memory.memdir.freshness import age_days as _age_days
 from jupyter_memory.memdir.frontmatter import Document
-from jupyter_memory.memdir.scopes import scope_of
+from jupyter_memory.memdir.index import INDEX_NAME, MAX_CHARS, MAX_LINES
+from jupyter_memory.memdir.scopes import TEAM_PREFIX, scope_of
 
 __all__ = [
     "AUTHOR_FIELD",
@@ -82,6 +83,14 @@ class Memory:
     scope: str = "private"
     #: Who wrote it (the ``author`` field every team write records), or None.
     author: str | None = None
+    #: The line of its pointer in its index (``MEMORY.md``, or the team folder's own), or
+    #: None when the index has none.
+    index_line: int | None = None
+    #: The limit (``"lines"`` or ``"chars"``) that cuts its index before that line, or None
+    #: when the pointer is inside the part the model receives.
+    index_cut: str | None = None
+    #: The recall mode :attr:`loaded` is judged in: ``index`` (the default) or ``prefetch``.
+    recall_mode: str = "index"
 
     @property
     def type_known(self) -> bool:
@@ -91,6 +100,36 @@ class Memory:
     @property
     def mtime_iso(self) -> str:
         return iso_utc(self.mtime)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model receives this memory's pointer line in :attr:`recall_mode`.
+
+        ``indexed`` only says a pointer line exists; past the 200-line or 25,000-character
+        cut of its index, or in prefetch mode (no index is sent), the model never sees it
+        (docs/reference.md#the-index-and-its-limits).
+        """
+        return self.recall_mode == "index" and self.indexed and self.index_cut is None
+
+    @property
+    def loaded_reason(self) -> str:
+        """Why :attr:`loaded` is what it is, in one clause for people."""
+        index = f"{TEAM_PREFIX}{INDEX_NAME}" if self.scope == "team" else INDEX_NAME
+        if self.recall_mode != "index":
+            return ("prefetch mode sends no index: the memory reaches the model only when "
+                    "prefetch attaches it to a message")
+        if not self.indexed:
+            return f"{index} has no pointer line for it"
+        where = f"on line {self.index_line} of {index}" if self.index_line else f"in {index}"
+        if self.index_cut is not None:
+            limit = {"lines": f"{MAX_LINES}-line", "chars": f"{MAX_CHARS:,}-character"}.get(
+                self.index_cut, self.index_cut)
+            return f"its pointer is {where}, past the {limit} limit: the model never sees it"
+        return f"its pointer {where} is in every request"
+
+    def in_mode(self, mode: str) -> Memory:
+        """This record with :attr:`loaded` judged in recall mode ``mode``."""
+        return self if mode == self.recall_mode else replace(self, recall_mode=mode)
 
     @classmethod
     def from_document(
@@ -146,6 +185,8 @@ class Memory:
             "error": self.error,
             "scope": self.scope,
             "author": self.author,
+            "loaded": self.loaded,
+            "loaded_reason": self.loaded_reason,
         }
 
 

@@ -20,7 +20,7 @@ import os
 import stat as stat_mod
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,13 +30,21 @@ from jupyter_memory.memdir.clock import iso_utc
 from jupyter_memory.memdir.freshness import age_days
 from jupyter_memory.memdir.frontmatter import Document, parse
 from jupyter_memory.memdir.gateway import Root
-from jupyter_memory.memdir.index import INDEX_NAME, Index, normalize_file, parse_index
+from jupyter_memory.memdir.index import (
+    INDEX_NAME,
+    Index,
+    LoadedLines,
+    loaded_through,
+    normalize_file,
+    parse_index,
+)
 from jupyter_memory.memdir.record import Memory
 
 __all__ = [
     "HEAD_LINES",
     "SCAN_LIMIT",
     "FileStat",
+    "Pointers",
     "ScanCache",
     "describe",
     "list_files",
@@ -84,17 +92,53 @@ class FileStat:
         return f"FileStat({self.file!r})"
 
 
-def _clone(template: Memory, mtime: float, age: int, size: int, indexed: bool) -> Memory:
+class Pointers:
+    """The pointer lines of one index: which files have one, on which line, and whether
+    that line is inside the part of the index the model receives (``file in pointers``
+    works as on the set of pointed files)."""
+
+    __slots__ = ("index", "lines")
+
+    def __init__(self, index: Index, lines: LoadedLines) -> None:
+        self.index = index
+        self.lines = lines
+
+    def __contains__(self, file: object) -> bool:
+        return file in self.index.lookup
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index.lookup)
+
+    def __len__(self) -> int:
+        return len(self.index.lookup)
+
+    def place(self, file: str) -> tuple[int | None, str | None]:
+        """The line of ``file``'s pointer (None: no pointer) and the limit that cuts it."""
+        entry = self.index.lookup.get(file)
+        if entry is None:
+            return None, None
+        return entry.line, self.lines.cut_by(entry.line)
+
+
+_NO_POINTERS = Pointers(parse_index(""), LoadedLines(0))
+
+
+def _clone(template: Memory, mtime: float, age: int, size: int,
+           place: tuple[int | None, str | None]) -> Memory:
     """A copy of a cached record with the per-scan fields set (several times cheaper than
     ``dataclasses.replace``, which matters on warm scans of thousands of files)."""
+    line, cut = place
     state = getattr(template, "__dict__", None)
     if state is None:  # a slotted record: take the slow, general way
-        return replace(template, mtime=mtime, age_days=age, bytes=size, indexed=indexed)
+        return replace(template, mtime=mtime, age_days=age, bytes=size,
+                       indexed=line is not None, index_line=line, index_cut=cut)
     fields = state.copy()
     fields["mtime"] = mtime
     fields["age_days"] = age
     fields["bytes"] = size
-    fields["indexed"] = indexed
+    fields["indexed"] = line is not None
+    fields["index_line"] = line
+    fields["index_cut"] = cut
     memory = object.__new__(Memory)
     memory.__dict__ = fields
     return memory
@@ -116,7 +160,7 @@ class ScanCache:
     def __init__(self, *, trust_folders: bool = False) -> None:
         self.trust_folders = trust_folders
         self._entries: dict[str, tuple[int, int, Memory]] = {}
-        self._index: tuple[str, int, int, Index, frozenset[str]] | None = None
+        self._index: tuple[str, int, int, Index, Pointers] | None = None
         self._listing: _Listing | None = None
         self._memo: dict[str, tuple[Hashable, Any, float]] = {}
         self._lock = threading.Lock()
@@ -126,13 +170,11 @@ class ScanCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def memory(self, entry: FileStat, pointed: frozenset[str] | set[str], now: float) -> Memory:
+    def memory(self, entry: FileStat, pointed: Pointers, now: float) -> Memory:
         """The record for ``entry``; the file is read only if it changed since last time."""
         return self.memories([entry], pointed, now)[0]
 
-    def memories(
-        self, entries: list[FileStat], pointed: frozenset[str] | set[str], now: float
-    ) -> list[Memory]:
+    def memories(self, entries: list[FileStat], pointed: Pointers, now: float) -> list[Memory]:
         """Records for ``entries`` in order, reading only files that changed.
 
         Each caller gets fresh records, so nothing it does to them can leak into the
@@ -149,7 +191,7 @@ class ScanCache:
                 template = hit[2]
             mtime = st.st_mtime
             out.append(
-                _clone(template, mtime, age_days(mtime, now), st.st_size, entry.file in pointed)
+                _clone(template, mtime, age_days(mtime, now), st.st_size, pointed.place(entry.file))
             )
         return out
 
@@ -166,25 +208,26 @@ class ScanCache:
         """The parsed ``MEMORY.md`` of ``memdir`` (empty when missing), cached the same way."""
         return self._index_entry(memdir)[0]
 
-    def pointed(self, memdir: Path) -> frozenset[str]:
-        """Normalised files the index has a pointer line for."""
+    def pointed(self, memdir: Path) -> Pointers:
+        """The index's pointer lines: the normalised files it points at, and where."""
         return self._index_entry(memdir)[1]
 
-    def _index_entry(self, memdir: Path) -> tuple[Index, frozenset[str]]:
+    def _index_entry(self, memdir: Path) -> tuple[Index, Pointers]:
         path = str(Path(memdir) / INDEX_NAME)
         try:
             st = os.stat(path)
         except OSError:
-            return parse_index(""), frozenset()
+            return _NO_POINTERS.index, _NO_POINTERS
         with self._lock:
             hit = self._index
         if hit is not None and hit[:3] == (path, st.st_mtime_ns, st.st_size):
             return hit[3], hit[4]
-        index = read_index(Path(memdir))
-        files = frozenset(index.files())
+        raw = _index_text(Path(memdir))
+        index = parse_index(raw)
+        pointers = Pointers(index, loaded_through(raw))
         with self._lock:
-            self._index = (path, st.st_mtime_ns, st.st_size, index, files)
-        return index, files
+            self._index = (path, st.st_mtime_ns, st.st_size, index, pointers)
+        return index, pointers
 
     def files(self, memdir: Path) -> list[FileStat]:
         """Every topic file of ``memdir``, newest first (ties by name); do not modify."""
@@ -295,13 +338,18 @@ def read_document(path: str | os.PathLike[str], root: Root, *, listed: bool = Fa
     return parse(head)
 
 
-def read_index(memdir: Path) -> Index:
-    """Parse ``<memdir>/MEMORY.md``; a missing or unreadable index is an empty one."""
+def _index_text(memdir: Path) -> str:
+    """The text of ``<memdir>/MEMORY.md``; a missing or unreadable index is empty."""
     try:  # never through a link: it could pull any file on disk into every request
         raw = Root.declare("memdir", memdir).read(INDEX_NAME, follow=False)
     except (OSError, InvalidPath):
-        return parse_index("")
-    return parse_index(raw.decode("utf-8", errors="replace"))
+        return ""
+    return raw.decode("utf-8", errors="replace")
+
+
+def read_index(memdir: Path) -> Index:
+    """Parse ``<memdir>/MEMORY.md``; a missing or unreadable index is an empty one."""
+    return parse_index(_index_text(memdir))
 
 
 def _inside(real: str, root: str) -> bool:
@@ -386,7 +434,8 @@ def scan(
 
     At most ``limit`` files (``None`` for all); only those are read, and only their first
     30 lines. Ties in modification time are ordered by file name so output is stable.
-    ``indexed`` tells whether ``MEMORY.md`` has a pointer line for the file.
+    ``indexed`` tells whether ``MEMORY.md`` has a pointer line for the file, ``loaded``
+    whether that line is inside the part the model receives (index mode).
     """
     cache = cache if cache is not None else ScanCache()
     clock = time.time() if now is None else now

@@ -24,7 +24,7 @@ from typing import Any
 from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_text
 from jupyter_memory.memdir.gateway import Root
-from jupyter_memory.memdir.index import INDEX_NAME, load_for_model, normalize_file, parse_index
+from jupyter_memory.memdir.index import INDEX_NAME, loaded_through, normalize_file, parse_index
 from jupyter_memory.memdir.scopes import TEAM_PREFIX, scope_of
 from jupyter_memory.recall.conversation import agent_files, budget_used, surfaced_files
 from jupyter_memory.recall.limits import SESSION_BUDGET_BYTES
@@ -175,14 +175,8 @@ def _explain_one(
     except (OSError, InvalidPath):
         raw = ""
     index = parse_index(raw)
-    loaded = load_for_model(raw)
-    trimmed = raw.strip()
-    leading = raw[: raw.find(trimmed)].count("\n") if trimmed else 0
-    kept = loaded.text
-    if loaded.warning and kept.endswith(loaded.warning):
-        kept = kept[: -len(loaded.warning)].rstrip("\n")
-    visible_lines = kept.count("\n") + 1 if kept else 0
-    limit = " and ".join(loaded.limits_hit) or "size"
+    loaded = loaded_through(raw)
+    limit = " and ".join(loaded.limits) or "size"
     out: list[dict[str, Any]] = []
     on_disk: set[str] = set()
     for memory in memories:
@@ -196,7 +190,7 @@ def _explain_one(
                 "shows it (the agent can still find it with Grep or Glob, path C); "
                 "%memory repair adds the line (%memory doctor finds such files)", "A"))
             continue
-        if entry.line - leading > visible_lines:
+        if entry.line > loaded.through:
             out.append(decision(
                 memory, "truncated",
                 f"its pointer is on line {entry.line} of {name}, past the {limit} limit of "
@@ -332,7 +326,8 @@ def render_explain(decisions: Sequence[Mapping[str, Any]], *, width: int | None 
                       _size(d.get("bytes")), str(d.get("file", "?")), str(d.get("reason", ""))))
     widths = [max(len(r[i]) for r in table) for i in range(5)]
     indent = sum(widths) + 2 * 5
-    lines = [f"Recall decisions for {len(decisions)} memories: {summary}", ""]
+    noun = "memory" if len(decisions) == 1 else "memories"
+    lines = [f"Recall decisions for {len(decisions):,} {noun}: {summary}", ""]
     for row in table:
         left = "  ".join(cell.ljust(widths[i]) if i != 3 else cell.rjust(widths[i])
                          for i, cell in enumerate(row[:5]))

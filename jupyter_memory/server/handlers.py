@@ -43,6 +43,7 @@ T = TypeVar("T")
 _CREATE_FIELDS = {"name", "description", "type", "body", "file", "hook"}
 _CREATE_REQUIRED = ("name", "description", "type", "body")
 _UPDATE_FIELDS = {"name", "description", "type", "body", "hook"}
+_RECALL_MODES = ("index", "prefetch")
 _EXAMPLE = (
     '{"name": "revenue-in-cents", "description": "sales.revenue is stored in cents", '
     '"type": "project", "body": "Divide by 100 before showing money."}'
@@ -81,6 +82,14 @@ class MemoryAPIHandler(APIHandler):
 
     def _notebook_path(self) -> str:
         return self.get_query_argument("path", "")
+
+    def _recall_mode(self) -> str:
+        """``?mode=``: the recall mode each memory's ``loaded`` is judged in (default
+        ``index``, the default of every session; a kernel's own mode is not known here)."""
+        mode = self.get_query_argument("mode", "index")
+        if mode not in _RECALL_MODES:
+            raise _bad_request(f"Unknown recall mode {mode!r}; use mode=index or mode=prefetch.")
+        return mode
 
     def _locate(self) -> tuple[MemoryLocation, MemoryStore]:
         """The notebook's project location and its store (blocking: call off the loop)."""
@@ -185,11 +194,14 @@ class MemoriesHandler(MemoryAPIHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
+        mode = self._recall_mode()
+
         def work() -> dict[str, Any]:
             location, store = self._locate()
             return {
                 "location": self._location_json(location),
-                "memories": [memory.to_json() for memory in store.list()],
+                "recall_mode": mode,
+                "memories": [memory.in_mode(mode).to_json() for memory in store.list()],
                 "stamp": memdir_stamp(store.memdir),
             }
 
@@ -198,6 +210,7 @@ class MemoriesHandler(MemoryAPIHandler):
     @tornado.web.authenticated
     async def post(self) -> None:
         data = self._json_body(_CREATE_FIELDS, _CREATE_REQUIRED)
+        mode = self._recall_mode()
         if "file" in data:
             self._memory_file(data["file"])
 
@@ -216,7 +229,7 @@ class MemoriesHandler(MemoryAPIHandler):
             return {
                 **result.to_json(),
                 "messages": result.messages,
-                "memory": store.get(result.file).to_json(),
+                "memory": store.get(result.file).in_mode(mode).to_json(),
             }
 
         self._reply(await self._off_loop(work), status=201)
@@ -228,12 +241,13 @@ class MemoryHandler(MemoryAPIHandler):
     @tornado.web.authenticated
     async def get(self, file: str) -> None:
         file = self._memory_file(file)
+        mode = self._recall_mode()
 
         def work() -> dict[str, Any]:
             _location, store = self._locate()
             text = store.read(file)
             memory = store.get(store.normalize(file))
-            return {**memory.to_json(), "text": text}
+            return {**memory.in_mode(mode).to_json(), "text": text}
 
         self._reply(await self._off_loop(work))
 
@@ -246,6 +260,7 @@ class MemoryHandler(MemoryAPIHandler):
             raise _bad_request(
                 f"Nothing to update: send one or more of {', '.join(sorted(_UPDATE_FIELDS))}."
             )
+        mode = self._recall_mode()
 
         def work() -> dict[str, Any]:
             _location, store = self._locate()
@@ -253,7 +268,7 @@ class MemoryHandler(MemoryAPIHandler):
             return {
                 **result.to_json(),
                 "messages": result.messages,
-                "memory": store.get(result.file).to_json(),
+                "memory": store.get(result.file).in_mode(mode).to_json(),
             }
 
         self._reply(await self._off_loop(work))

@@ -269,7 +269,12 @@ def context_state(
         cats.append(CategoryView(cat_json["name"], cat_json["tokens"],
                                  _percent(cat_json["tokens"], report.window), items))
     scale = max(report.window, sum(c.tokens for c in cats)) or 1
-    segments = tuple(Segment(c.name, c.tokens, 100.0 * c.tokens / scale) for c in cats)
+    # Used, then free, then the autocompact buffer: the buffer is the window's end, from the
+    # autocompact level on, so free space never runs past the autocompact line.
+    tail = ("free", "autocompact buffer")
+    order = [c for c in cats if c.name not in tail] + [
+        c for name in tail for c in cats if c.name == name]
+    segments = tuple(Segment(c.name, c.tokens, 100.0 * c.tokens / scale) for c in order)
     th = report.thresholds.to_json()
     markers = tuple(Marker(name, th[name], 100.0 * th[name] / scale) for name in _LEVELS)
     return ContextState(

@@ -31,7 +31,11 @@ from jupyter_memory.widgets.safe import escape as esc
 from jupyter_memory.widgets.style import BORDER, FONT, FONT_MUTED, MONO, SURFACE
 
 __all__ = [
+    "STATIC_ITEM_BYTES",
+    "STATIC_MAX_DECISIONS",
     "STATIC_MAX_ITEMS",
+    "STATIC_MAX_MEMORIES",
+    "STATIC_PREVIEW_CHARS",
     "bar_html",
     "context_html",
     "context_text",
@@ -51,11 +55,21 @@ __all__ = [
 
 #: Items per category in the static view (the newest are kept); the widget shows all.
 STATIC_MAX_ITEMS = 40
+#: Bytes of item markup the static ``%context`` copy holds across all categories (the
+#: newest items first), and the characters of each item's text it keeps: a saved
+#: ``%context`` output stays under 15 KB however long the conversation or the memdir.
+STATIC_ITEM_BYTES = 1_000
+STATIC_PREVIEW_CHARS = 240
+#: Rows of a static recall-decisions table; ``%memory why`` lists every decision.
+STATIC_MAX_DECISIONS = 3
 
 _ROOT = f"color:{FONT};font-size:13px;line-height:1.45;max-width:980px;"
 _PRE = (f"white-space:pre-wrap;word-break:break-word;font-family:{MONO};font-size:12px;"
         f"background:{SURFACE};color:{FONT};border:1px solid {BORDER};border-radius:3px;"
         "padding:6px;margin:4px 0;max-height:32em;overflow:auto;")
+#: An item's text in the static copy: the essentials of :data:`_PRE`, repeated per item.
+_ITEM_PRE = (f"white-space:pre-wrap;word-break:break-word;font-size:12px;"
+             f"border-left:2px solid {BORDER};padding-left:6px;")
 _TABLE = f"border-collapse:collapse;margin:6px 0;font-size:12px;color:{FONT};"
 _CELL = f"border-bottom:1px solid {BORDER};padding:2px 8px;text-align:left;vertical-align:top;"
 _NUM = _CELL.replace("text-align:left", "text-align:right")
@@ -115,8 +129,7 @@ def bar_html(state: ContextState) -> str:
         segments.append(
             f"<div title='{esc(seg.name)}: {seg.tokens:,} tokens ({seg.width:.1f}%)' "
             f"style='flex:0 1 {seg.width:.3f}%;min-width:3px;{style.swatch_css(seg.name)}"
-            f"color:{ink};font-size:11px;line-height:22px;text-align:center;overflow:hidden;"
-            f"white-space:nowrap;box-sizing:border-box;border-right:1px solid {BORDER};'>"
+            f"color:{ink};overflow:hidden;border-right:1px solid {BORDER}'>"
             f"{_label(label, sw)}</div>"
         )
     marks = []
@@ -134,8 +147,7 @@ def bar_html(state: ContextState) -> str:
             f"style='position:absolute;top:-5px;bottom:-5px;left:{marker.position:.3f}%;"
             f"border-left:{line} {FONT};'></div>"
             f"<div style='position:absolute;{place}left:{left:.3f}%;width:{width:.3f}%;"
-            f"text-align:{align};font-size:10px;line-height:{_LABEL_ROW_PX}px;"
-            f"white-space:nowrap;{_MUTED}'>"
+            f"text-align:{align}'>"
             f"{esc(_marker_label(marker))}</div>"
         )
     below = sum(1 for row, *_ in placed if row % 2 == 0)
@@ -148,8 +160,10 @@ def bar_html(state: ContextState) -> str:
         f"<div role='img' aria-label='{esc('Context window: ' + summary)}' "
         f"style='position:relative;margin:{top}px 0 {bottom}px 0;'>"
         f"<div style='display:flex;height:22px;border:1px solid {BORDER};border-radius:3px;"
-        f"overflow:hidden;background:{SURFACE};'>{''.join(segments)}</div>"
-        f"{''.join(marks)}</div>"
+        f"overflow:hidden;background:{SURFACE};font-size:11px;line-height:22px;"
+        f"text-align:center;white-space:nowrap;'>{''.join(segments)}</div>"
+        f"<div style='font-size:10px;line-height:{_LABEL_ROW_PX}px;white-space:nowrap;{_MUTED}'>"
+        f"{''.join(marks)}</div></div>"
     )
 
 
@@ -200,43 +214,43 @@ def legend_html(state: ContextState) -> str:
     rows = []
     for cat in state.categories:
         sw = style.swatch(cat.name)
-        box = (f"<span style='display:inline-block;width:14px;height:14px;vertical-align:middle;"
-               f"border:1px solid {BORDER};{style.swatch_css(cat.name)}'></span>")
+        # A swatch only for what the bar draws (an empty category has no segment to match).
+        box = (f"<span style='padding:0 7px;border:1px solid {BORDER};"
+               f"{style.swatch_css(cat.name)}'></span>" if cat.tokens else "")
         rows.append(
-            f"<tr><td style='{_CELL}'>{box} {esc(sw.tag)}</td>"
-            f"<td style='{_CELL}'>{esc(cat.name)}</td>"
-            f"<td style='{_NUM}'>{cat.tokens:,}</td>"
-            f"<td style='{_NUM}'>{cat.percent:.1f}%</td></tr>"
+            f"<tr><td>{box} {esc(sw.tag)}</td><td>{esc(cat.name)}</td>"
+            f"<td align='right'>{cat.tokens:,}</td><td align='right'>{cat.percent:.1f}%</td></tr>"
         )
-    head = "".join(f"<th style='{c}'>{h}</th>" for c, h in (
-        (_CELL, ""), (_CELL, "category"), (_NUM, "tokens"), (_NUM, "% of window")))
-    return (f"<table style='{_TABLE}'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    # Every column named (an empty header reads as nothing to a screen reader); table
+    # attributes rather than a style per cell keep the saved output small.
+    head = "".join(f"<th scope='col' align='{a}'>{h}</th>" for a, h in (
+        ("left", "swatch"), ("left", "category"), ("right", "tokens"),
+        ("right", "% of window")))
+    return (f"<table rules='rows' cellpadding='3' style='{_TABLE}'><thead><tr>{head}</tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _badges(item: ItemView) -> str:
-    return "".join(
-        f"<span style='display:inline-block;border:1px solid {BORDER};border-radius:3px;"
-        f"padding:0 4px;margin-left:4px;font-size:11px;'>{esc(note)}</span>"
-        for note in item.notes()
-    )
+    return "".join(f" <i style='font-size:11px'>· {esc(note)}</i>" for note in item.notes())
 
 
-def item_html(item: ItemView, *, full: bool = False) -> str:
-    """One item folded: label, tokens and notes; open, the exact text that was sent."""
-    text = item.text if full else item.preview
-    more = ""
-    if item.capped and not full:
-        more = (f"<div style='{_MUTED}font-size:11px'>Showing the first {PREVIEW_CHARS:,} of "
-                f"{len(item.text):,} characters; %context --raw prints the whole request.</div>")
+def item_html(item: ItemView, *, full: bool = False, preview: int = PREVIEW_CHARS) -> str:
+    """One item folded: label, tokens and notes; open, the exact text that was sent (its
+    first ``preview`` characters unless ``full``)."""
+    preview = min(preview, PREVIEW_CHARS)
+    text = item.text if full else item.preview[:preview]
+    cut = ""
+    if not full and len(item.text) > len(text):
+        cut = f" · the first {len(text):,} of {len(item.text):,} characters"
     stale = ""
     if item.staleness:
         stale = (f"<div style='{_MUTED}font-size:11px'>Sent with this reminder: "
                  f"{esc(item.staleness)}</div>")
+    pre = _PRE if full else _ITEM_PRE
     return (
         f"<details style='margin:2px 0 2px 12px'><summary><b>{esc(item.label)}</b> "
-        f"<span style='{_MUTED}'>{item.tokens:,} tokens</span>{_badges(item)}</summary>"
-        f"{stale}<pre style='{_PRE}'>{esc(text)}</pre>{more}</details>"
+        f"<span style='{_MUTED}'>{item.tokens:,} tokens{cut}</span>{_badges(item)}</summary>"
+        f"{stale}<pre style='{pre}'>{esc(text)}</pre></details>"
     )
 
 
@@ -246,50 +260,81 @@ def unitemized_words(cat: CategoryView, source: str) -> str:
             f"{_SOURCE_WORDS.get(source, source)}")
 
 
-def _category_html(cat: CategoryView, source: str = "estimate") -> str:
+def _static_items(categories: Sequence[CategoryView]) -> list[list[str]]:
+    """Each category's item markup for the static copy, oldest first: the newest item of
+    every category, then the next newest of each in turn until :data:`STATIC_ITEM_BYTES` is
+    spent (at most :data:`STATIC_MAX_ITEMS` each), so one long category cannot crowd out
+    the others."""
+    queues = [list(reversed(c.items[-STATIC_MAX_ITEMS:])) for c in categories]
+    kept: list[list[str]] = [[] for _ in categories]
+    spent = 0
+    first = True
+    while any(queues):
+        for i, queue in enumerate(queues):
+            if not queue:
+                continue
+            markup = item_html(queue[0], preview=STATIC_PREVIEW_CHARS)
+            if not first and spent + len(markup) > STATIC_ITEM_BYTES:
+                return [list(reversed(k)) for k in kept]
+            queue.pop(0)
+            spent += len(markup)
+            kept[i].append(markup)
+        first = False
+    return [list(reversed(k)) for k in kept]
+
+
+def _category_html(cat: CategoryView, source: str = "estimate",
+                   items: Sequence[str] | None = None) -> str:
     if not cat.items:
         return ""
     sw = style.swatch(cat.name)
-    box = (f"<span style='display:inline-block;width:12px;height:12px;vertical-align:middle;"
-           f"border:1px solid {BORDER};{style.swatch_css(cat.name)}'></span>")
     count = f"{len(cat.items)} item{'s' if len(cat.items) != 1 else ''}"
-    shown = cat.items[-STATIC_MAX_ITEMS:]
+    shown = list(items) if items is not None else [
+        item_html(item, preview=STATIC_PREVIEW_CHARS) for item in cat.items[-STATIC_MAX_ITEMS:]]
     skipped = ""
     if len(shown) < len(cat.items):
+        left = len(cat.items) - len(shown)
         skipped = (f"<div style='{_MUTED}font-size:11px;margin-left:12px'>The "
-                   f"{len(cat.items) - len(shown):,} earlier items are left out of this saved "
-                   "view; the live view and %context --raw show them all.</div>")
+                   f"{left:,} earlier item{'s are' if left != 1 else ' is'} left out here "
+                   "(%context --raw prints all).</div>")
     return (
-        f"<details style='margin:3px 0'><summary>{box} [{esc(sw.tag)}] <b>{esc(cat.name)}</b> — "
+        # The tag names the swatch of the legend above (the swatch itself is drawn once).
+        f"<details style='margin:3px 0'><summary>[{esc(sw.tag)}] <b>{esc(cat.name)}</b> — "
         f"{cat.tokens:,} tokens ({cat.percent:.1f}%) · {count}</summary>"
-        + skipped + "".join(item_html(item) for item in shown)
+        + skipped + "".join(shown)
         + (f"<div style='margin:2px 0 2px 12px;{_MUTED}'>{cat.unitemized:+,} tokens "
            f"{esc(unitemized_words(cat, source))}</div>" if cat.unitemized else "")
         + "</details>"
     )
 
 
-def decisions_html(decisions: Sequence[Mapping[str, Any]]) -> str:
-    """The recall decisions of a turn: every memory considered and what happened to it."""
+def decisions_html(decisions: Sequence[Mapping[str, Any]], limit: int | None = None) -> str:
+    """The recall decisions of a turn: every memory considered and what happened to it
+    (the first ``limit``, with a count of the rest, when given)."""
     if not decisions:
         return ""
+    shown = decisions if limit is None else decisions[:limit]
     rows = []
-    for d in decisions:
+    for d in shown:
         age = d.get("age_days")
         size = d.get("bytes")
         rows.append(
-            f"<tr><td style='{_CELL}font-family:{MONO}'>{esc(d.get('file', ''))}</td>"
-            f"<td style='{_CELL}'><b>{esc(d.get('decision', ''))}</b></td>"
-            f"<td style='{_CELL}'>{esc(d.get('path', ''))}</td>"
-            f"<td style='{_CELL}'>{esc(age_text(age) if isinstance(age, int) else '')}</td>"
-            f"<td style='{_NUM}'>{f'{size:,}' if isinstance(size, int) else ''}</td>"
-            f"<td style='{_CELL}'>{esc(d.get('reason', ''))}</td></tr>"
+            f"<tr><td><code>{esc(d.get('file', ''))}</code></td>"
+            f"<td><b>{esc(d.get('decision', ''))}</b></td>"
+            f"<td>{esc(d.get('path', ''))}</td>"
+            f"<td>{esc(age_text(age) if isinstance(age, int) else '')}</td>"
+            f"<td align='right'>{f'{size:,}' if isinstance(size, int) else ''}</td>"
+            f"<td>{esc(d.get('reason', ''))}</td></tr>"
         )
-    head = "".join(f"<th style='{_CELL}'>{h}</th>" for h in
+    head = "".join(f"<th scope='col' align='left'>{h}</th>" for h in
                    ("memory", "decision", "path", "age", "bytes", "reason"))
-    return (f"<details><summary>Recall decisions ({len(decisions)})</summary>"
-            f"<table style='{_TABLE}'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table></details>")
+    left = len(decisions) - len(shown)
+    more = (f"<div style='{_MUTED}font-size:11px'>{left:,} more not shown here; %memory why "
+            "lists every decision.</div>") if left else ""
+    # Table attributes rather than a style per cell: a row costs its text alone.
+    return (f"<details><summary>Recall decisions ({len(decisions):,})</summary>"
+            f"<table rules='rows' cellpadding='3' style='{_TABLE}'><thead><tr>{head}</tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>{more}</details>")
 
 
 def context_facts(state: ContextState) -> list[str]:
@@ -332,20 +377,24 @@ def context_html(
     folded open to the text that was sent (each text cut at :data:`PREVIEW_CHARS`)."""
     state = _state(report, decisions, assembled)
     facts = "".join(f"<div>{esc(line)}</div>" for line in context_facts(state))
-    cats = "".join(_category_html(c, state.source) for c in state.categories)
+    items = _static_items(state.categories)
+    cats = "".join(_category_html(c, state.source, kept)
+                   for c, kept in zip(state.categories, items, strict=True))
     return (
         f"<div class='jupyter-memory-context' style='{_ROOT}'>"
         + context_header(state) + bar_html(state) + legend_html(state)
         + f"<div style='{_MUTED}font-size:12px'>{facts}</div>"
-        + cats + decisions_html(state.decisions) + "</div>"
+        + cats + decisions_html(state.decisions, STATIC_MAX_DECISIONS) + "</div>"
     )
 
 
 def context_text(report: ContextReport) -> str:
-    """The plain-text view (the same text ``%context`` prints)."""
+    """The plain-text view: the categories' totals and the limits, as ``%context`` prints
+    them without the items (the HTML copy lists the newest items), so the saved copy does
+    not grow with the conversation."""
     from jupyter_memory.context.assemble import render_text
 
-    return render_text(report)
+    return render_text(report, detail=False)
 
 
 # --------------------------------------------------------------------------- gauges
@@ -356,25 +405,26 @@ _GAUGE_WORDS = {"ok": "", "near": " (near the limit)", "over": " (over the limit
 
 
 def gauge_html(gauge: Gauge) -> str:
-    """One budget as a labelled meter; the level is written, not only coloured."""
-    pct = min(100.0, 100.0 * gauge.fraction)
+    """One budget as a labelled ``<meter>``; the level is written, not only coloured.
+
+    A native meter is accessible as it is, scales with its container at any width, and
+    costs a fraction of a drawn bar in the saved output. Its regions give the colour: an
+    ``ok`` budget is in the optimal region, a ``near`` one in the middle, an ``over`` one
+    at the far end.
+    """
     ink = _GAUGE_INK[gauge.level]
-    fill = {"ok": "#2a5384", "near": "#dd6a2a", "over": "#8a1c16"}[gauge.level]
-    pattern = "" if gauge.level == "ok" else (
-        "background-image:repeating-linear-gradient(45deg,rgba(255,255,255,.35) 0 2px,"
-        "transparent 2px 6px);")
     note = f" — {esc(gauge.note)}" if gauge.note else ""
+    ink_css = "" if gauge.level == "ok" else f" style='color:{ink}'"
+    value = min(gauge.value, gauge.limit)
+    regions = {"ok": "", "near": f" low='{max(0, value - 1)}' high='{gauge.limit}'",
+               "over": f" low='0' high='{max(0, gauge.limit - 1)}'"}[gauge.level]
     return (
-        f"<div style='margin:4px 0'><div><b>{esc(gauge.label)}</b>: "
-        f"<span style='color:{ink}'>{gauge.value:,} / {gauge.limit:,} {esc(gauge.unit)} "
+        f"<div style='margin:4px 0'><b>{esc(gauge.label)}</b>: "
+        f"<span{ink_css}>{gauge.value:,} / {gauge.limit:,} {esc(gauge.unit)} "
         f"({100 * gauge.fraction:.1f}%){_GAUGE_WORDS[gauge.level]}</span>"
-        f"<span style='{_MUTED}'>{note}</span></div>"
-        f"<div role='meter' aria-valuemin='0' aria-valuemax='{gauge.limit}' "
-        f"aria-valuenow='{gauge.value}' aria-label='{esc(gauge.label)}' "
-        f"style='height:8px;max-width:420px;border:1px solid {BORDER};border-radius:2px;"
-        f"background:{SURFACE};overflow:hidden'>"
-        f"<div style='width:{pct:.2f}%;height:100%;background-color:{fill};{pattern}'></div>"
-        f"</div></div>"
+        f"<span style='{_MUTED}'>{note}</span><br>"
+        f"<meter min='0' max='{gauge.limit}' value='{value}' optimum='0'{regions} "
+        f"aria-label='{esc(gauge.label)}' style='width:100%;max-width:420px'></meter></div>"
     )
 
 
@@ -411,38 +461,82 @@ def findings_html(findings: Sequence[Any]) -> str:
     return f"<div>Doctor found {len(findings)}:</div><ul style='margin:2px 0'>{''.join(items)}</ul>"
 
 
+#: Rows of the static memory table (the newest are kept): a saved ``%memory`` output stays
+#: under 50 KB at any memdir size; the count says how many were left out.
+STATIC_MAX_MEMORIES = 60
+_DESC_CHARS = 120
+
+
+def _count(n: int) -> str:
+    return f"{n:,} memor{'y' if n == 1 else 'ies'}"
+
+
+def _loaded_cell(m: Any) -> str:
+    """``yes``, or why the model does not receive the memory's pointer line."""
+    if not m.indexed:
+        return "no: not in MEMORY.md"
+    return "yes" if getattr(m, "loaded", True) else "no: past the index limit" if getattr(
+        m, "recall_mode", "index") == "index" else "no: prefetch mode"
+
+
+def _left_out(shown: int, total: int) -> str:
+    return (f"{total - shown:,} older not shown here; %memory list shows all, or open the "
+            "Memory panel" if total > shown else "")
+
+
 def memories_html(memories: Sequence[Any], findings: Sequence[Any] = ()) -> str:
-    """The memory table (type, name, description, age, size, indexed) and doctor findings."""
-    head = "".join(f"<th style='{c}'>{h}</th>" for c, h in (
-        (_CELL, "type"), (_CELL, "name"), (_CELL, "description"), (_NUM, "age"),
-        (_NUM, "size"), (_CELL, "indexed")))
+    """The memory table (type, name, description, age, size, indexed, loaded), at most
+    :data:`STATIC_MAX_MEMORIES` rows in a scrolling box, and doctor findings."""
+    head = "".join(f"<th scope='col' align='{a}'>{h}</th>" for a, h in (
+        ("left", "type"), ("left", "name"), ("left", "description"), ("right", "age"),
+        ("right", "size"), ("left", "indexed"), ("left", "loaded")))
+    shown = list(memories[:STATIC_MAX_MEMORIES])
     rows = []
-    for m in memories:
+    for m in shown:
+        desc = " ".join((m.description or "").split())
+        desc = desc if len(desc) <= _DESC_CHARS else desc[: _DESC_CHARS - 1] + "…"
+        reason = getattr(m, "loaded_reason", "")
         rows.append(
-            f"<tr><td style='{_CELL}'>{esc(m.type or '—')}</td>"
-            f"<td style='{_CELL}' title='{esc(m.file)}'><b>{esc(m.name)}</b><br>"
+            f"<tr><td>{esc(m.type or '—')}</td>"
+            f"<td title='{esc(m.file)}'><b>{esc(m.name)}</b><br>"
             f"<code style='font-size:11px'>{esc(m.file)}</code></td>"
-            f"<td style='{_CELL}'>{esc(m.description or '')}</td>"
-            f"<td style='{_NUM}'>{esc(age_text(m.age_days))}</td>"
-            f"<td style='{_NUM}'>{esc(_size(m.bytes))}</td>"
-            f"<td style='{_CELL}'>{'yes' if m.indexed else 'no — not in MEMORY.md'}</td></tr>"
+            f"<td>{esc(desc)}</td><td align='right'>{esc(age_text(m.age_days))}</td>"
+            f"<td align='right'>{esc(_size(m.bytes))}</td>"
+            f"<td>{'yes' if m.indexed else 'no'}</td>"
+            f"<td title='{esc(reason)}'>{esc(_loaded_cell(m))}</td></tr>"
         )
-    table = (f"<table style='{_TABLE}'><thead><tr>{head}</tr></thead>"
-             f"<tbody>{''.join(rows)}</tbody></table>") if rows else "<div>No memories yet.</div>"
-    count = f"{len(memories)} memor{'y' if len(memories) == 1 else 'ies'}"
+    # Table attributes, not a style per cell: a cell costs its text alone (and rules and
+    # padding survive sanitisers that drop style attributes).
+    table = (f"<div style='max-height:28em;overflow:auto' role='region' tabindex='0' "
+             f"aria-label='Memories'><table rules='rows' cellpadding='3' valign='top' "
+             f"style='{_TABLE}'><thead><tr>{head}</tr></thead>"
+             f"<tbody>{''.join(rows)}</tbody></table></div>") if rows else (
+        "<div>No memories yet.</div>")
+    more = _left_out(len(shown), len(memories))
+    count = _count(len(memories))
     return (f"<div class='jupyter-memory-memories' style='{_ROOT}'><div><b>Memories</b> · "
-            f"{count}</div>{table}{findings_html(findings)}</div>")
+            f"{count}</div>{table}"
+            + (f"<div style='{_MUTED}'>{esc(more)}</div>" if more else "")
+            + f"{findings_html(findings)}</div>")
 
 
 def memories_text(memories: Sequence[Any], findings: Sequence[Any] = ()) -> str:
-    """The memory table as aligned plain text, then the findings."""
+    """The memory table as aligned plain text (the same rows as :func:`memories_html`),
+    then the findings."""
+    shown = list(memories[:STATIC_MAX_MEMORIES])
     # Names in full, as `%memory list` shows them: the column is as wide as the longest.
-    wide = max([28, *(len(m.name) for m in memories)])
-    lines = [f"{'type':<10} {'name':<{wide}} {'age':>12} {'size':>9}  indexed  description"]
-    for m in memories:
+    wide = max([28, *(len(m.name) for m in shown)])
+    lines = [f"{'type':<10} {'name':<{wide}} {'age':>12} {'size':>9}  indexed  loaded  "
+             "description"]
+    for m in shown:
+        desc = " ".join((m.description or "").split())[:_DESC_CHARS]
+        loaded = "yes" if m.indexed and getattr(m, "loaded", True) else "NO"
         lines.append(f"{(m.type or '-')[:10]:<10} {m.name:<{wide}} {age_text(m.age_days):>12} "
-                     f"{_size(m.bytes):>9}  {'yes' if m.indexed else 'NO ':<7}  "
-                     f"{m.description or ''}")
+                     f"{_size(m.bytes):>9}  {'yes' if m.indexed else 'NO ':<7}  {loaded:<6}  "
+                     f"{desc}")
+    more = _left_out(len(shown), len(memories))
+    if more:
+        lines.append(f"({more})")
     if not memories:
         lines.append("(no memories yet)")
     if findings:
@@ -484,7 +578,7 @@ def turn_memories_html(record: Mapping[str, Any], memdir: Path | str | None = No
                         f"{esc(w.get('by', '?'))}</li>" for w in mem.written)
         undo = " <i>(undone)</i>" if undone else ""
         parts.append(f"<div>Saved to memory{undo}:</div><ul style='margin:2px 0'>{items}</ul>")
-    decisions = decisions_html(mem.decisions)
+    decisions = decisions_html(mem.decisions, STATIC_MAX_DECISIONS)
     if not parts and not decisions:
         return ""
     return (f"<div style='{_MUTED}font-size:12px;border-top:1px solid {BORDER};margin-top:6px;"

@@ -34,10 +34,16 @@ def _row_label(m: Memory) -> str:
     size = f"{m.bytes:,} B" if m.bytes < 10_240 else f"{m.bytes / 1024:.1f} KB"
     desc = (m.description or "").replace("\n", " ")
     return (f"{(m.type or '—')[:9]:<9} {m.name[:24]:<24} {desc[:44]:<44} "
-            f"{age_text(m.age_days):>11} {size:>8}  {'yes' if m.indexed else 'NO'}")
+            f"{age_text(m.age_days):>11} {size:>8}  {'yes' if m.indexed else 'NO':<7}  "
+            f"{'yes' if m.loaded else 'NO'}")
 
 
-_HEADER = f"{'type':<9} {'name':<24} {'description':<44} {'age':>11} {'size':>8}  indexed"
+_HEADER = (f"{'type':<9} {'name':<24} {'description':<44} {'age':>11} {'size':>8}  indexed  "
+           "loaded")
+
+#: Rows the list holds at once (the newest that pass the filters): the widget's state, saved
+#: with the notebook, stays small at any memdir size; the count says how many more match.
+MAX_ROWS = 100
 
 
 class MemoryBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type information
@@ -53,10 +59,13 @@ class MemoryBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         *,
         env: Mapping[str, str] | None = None,
         check_projects: bool = True,
+        recall_mode: str = "index",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.store = store
+        #: The recall mode each memory's ``loaded`` is judged in (the session's).
+        self.recall_mode = recall_mode
         self.env = env
         self.check_projects = check_projects
         self.memories: list[Memory] = []
@@ -85,7 +94,10 @@ class MemoryBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         self.count = widgets.Label()
         self.table_header = widgets.HTML(f"<pre style='margin:0;font-family:{style.MONO};"
                                          f"font-size:12px'>{esc(_HEADER)}</pre>")
-        self.table = widgets.Select(options=[], rows=10, layout=full)
+        # The description labels the list (its accessible name, which screen readers need).
+        self.table = widgets.Select(options=[], rows=10, layout=full, description="Memories:",
+                                    style={"description_width": "initial"})
+        self.table.add_class("jm-memory-list")
         self.table.add_class("jm-mono")
         self.detail_header = widgets.HTML()
         self.description = widgets.Text(description="Description:", layout=full,
@@ -161,7 +173,7 @@ class MemoryBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
 
     def refresh(self) -> None:
         """Re-read the memdir and re-run the doctor; keeps the selection when it still exists."""
-        self.memories = self.store.list()
+        self.memories = [m.in_mode(self.recall_mode) for m in self.store.list()]
         self.findings = doctor(self.store, env=self.env, check_projects=self.check_projects)
         if self.selected is not None:
             fresh = next((m for m in self.memories if m.file == self.selected.file), None)
@@ -269,15 +281,21 @@ class MemoryBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         rows = self.rows
         self._syncing = True
         try:
-            self.table.options = [(_row_label(m), m.file) for m in rows]
-            files = {m.file for m in rows}
+            shown = rows[:MAX_ROWS]
+            if self.selected is not None and self.selected.file not in {m.file for m in shown}:
+                shown += [m for m in rows if m.file == self.selected.file]
+            self.table.options = [(_row_label(m), m.file) for m in shown]
+            files = {m.file for m in shown}
             self.table.value = (self.selected.file if self.selected is not None
                                 and self.selected.file in files else None)
         finally:
             self._syncing = False
         total = len(self.memories)
-        self.count.value = (f"{len(rows)} of {total} memories" if len(rows) != total
-                            else f"{total} memories")
+        count = (f"{len(rows):,} of {total:,} memories" if len(rows) != total
+                 else f"{total:,} memor{'y' if total == 1 else 'ies'}")
+        if len(rows) > MAX_ROWS:
+            count += f"; the newest {MAX_ROWS} listed, filter to find the others"
+        self.count.value = count
 
     def _picked(self, change: Mapping[str, Any]) -> None:
         if self._syncing or change["new"] is None:
@@ -306,6 +324,8 @@ class MemoryBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         facts = [f"type {m.type or 'none'}", f"written {age_text(m.age_days)}",
                  f"{m.bytes:,} bytes",
                  "in MEMORY.md" if m.indexed else "NOT in MEMORY.md (index recall cannot see it)"]
+        if m.indexed and not m.loaded:
+            facts.append(f"not loaded: {m.loaded_reason}")
         if m.provenance:
             facts.append(f"written by {m.provenance}")
         if m.error:

@@ -99,7 +99,8 @@ def show_memories(
     if store is None:
         view = MemoryOff(str(session.location.enabled_reason))
     else:
-        view = MemoryBrowser(store, env=session.env if env is None else env)
+        view = MemoryBrowser(store, env=session.env if env is None else env,
+                             recall_mode=str(session.recall_mode))
     if display:
         _display(view)
     return view

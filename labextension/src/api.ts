@@ -18,6 +18,10 @@ export interface IMemory {
   age_days?: number | null;
   bytes?: number | null;
   indexed?: boolean | null;
+  /** Whether the model receives its pointer line (past the index's limit it does not). */
+  loaded?: boolean | null;
+  /** Why ``loaded`` is what it is, one clause. */
+  loaded_reason?: string | null;
   error?: string | null;
   /** ``private`` (the person's memdir) or ``team`` (the shared team folder). */
   scope?: string | null;

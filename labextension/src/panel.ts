@@ -93,13 +93,13 @@ export class MemoryPanel extends Widget {
       this._reply = reply;
       this._stamp = reply.stamp;
       this._error = null;
+      this._staleSince = null;
     } catch (error) {
       if (token !== this._generation) {
         return;
       }
-      this._reply = null;
-      this._stamp = null;
-      this._error = describe(error);
+      // The last list of this notebook stays, marked stale, while the poll retries.
+      this._markStale(error);
       if (error instanceof MemoryAPIError && error.extensionMissing) {
         // Nothing else can be asked either: one message says it all.
         this._findings = [];
@@ -153,6 +153,8 @@ export class MemoryPanel extends Widget {
     }
     this._path = path;
     this._reply = null;
+    this._error = null;
+    this._staleSince = null;
     this._findings = [];
     if (this.isVisible) {
       void this.refresh();
@@ -188,9 +190,24 @@ export class MemoryPanel extends Widget {
    * call rejects, so the poll backs off; the next refresh shows the real error.
    */
   private async _checkStamp(): Promise<void> {
-    const { stamp } = await MemoryAPI.stamp(this._path);
-    if (stamp !== this._stamp) {
+    let stamp: string;
+    try {
+      ({ stamp } = await MemoryAPI.stamp(this._path));
+    } catch (error) {
+      this._markStale(error);
+      this._render();
+      throw error;
+    }
+    if (stamp !== this._stamp || this._error !== null) {
       await this.refresh();
+    }
+  }
+
+  /** Keep the list shown, marked stale since the first failure, and say why. */
+  private _markStale(error: unknown): void {
+    this._error = describe(error);
+    if (this._reply && this._staleSince === null) {
+      this._staleSince = new Date();
     }
   }
 
@@ -289,11 +306,18 @@ export class MemoryPanel extends Widget {
 
   private _renderList(): void {
     this._listNode.textContent = '';
-    if (this._error !== null) {
-      this._setStatus(this._error, true);
+    const reply = this._reply;
+    this._listNode.classList.toggle(
+      'jp-mod-stale',
+      this._error !== null && reply !== null
+    );
+    if (this._error !== null && (!reply || this._staleSince === null)) {
+      this._setStatus(
+        `Could not load the memories: ${this._error}. Retrying, backing off.`,
+        true
+      );
       return;
     }
-    const reply = this._reply;
     if (!reply) {
       return;
     }
@@ -304,11 +328,18 @@ export class MemoryPanel extends Widget {
       this._setStatus('No memories yet for this project.');
       return;
     }
-    this._setStatus(
-      query
-        ? `${shown.length} of ${total} memories match.`
-        : `${total} ${total === 1 ? 'memory' : 'memories'}.`
-    );
+    if (this._error !== null && this._staleSince !== null) {
+      this._setStatus(
+        staleText(this._error, this._staleSince, this._options.pollInterval),
+        true
+      );
+    } else {
+      this._setStatus(
+        query
+          ? `${shown.length} of ${total} memories match.`
+          : `${total} ${total === 1 ? 'memory' : 'memories'}.`
+      );
+    }
     for (const [type, memories] of groupByType(shown)) {
       const section = el('section', 'jp-MemoryPanel-group');
       const heading = el(
@@ -377,6 +408,10 @@ export class MemoryPanel extends Widget {
           'Not in MEMORY.md: index-mode recall never sees it.'
         )
       );
+    } else if (memory.loaded === false && memory.loaded_reason) {
+      item.append(
+        el('p', 'jp-MemoryPanel-note', `Not loaded: ${memory.loaded_reason}.`)
+      );
     }
     return item;
   }
@@ -430,7 +465,9 @@ export class MemoryPanel extends Widget {
     const result = await showDialog({
       title: 'Forget memory',
       body: new Widget({ node: body }),
-      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Forget' })]
+      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Forget' })],
+      // The safe button has the focus: Enter keeps the memory, Forget needs a choice.
+      defaultButton: 0
     });
     if (!result.button.accept) {
       return;
@@ -452,6 +489,7 @@ export class MemoryPanel extends Widget {
   private _reply: IListReply | null = null;
   private _findings: IFinding[] = [];
   private _error: string | null = null;
+  private _staleSince: Date | null = null;
   private _stamp: string | null = null;
   private _generation = 0;
   private _poll: Poll | null = null;
@@ -507,6 +545,25 @@ function describe(error: unknown): string {
 function basename(path: string): string {
   const parts = path.split(/[\\/]/).filter(Boolean);
   return parts.length ? parts[parts.length - 1] : path;
+}
+
+/**
+ * The status of a list kept after a failed reload: what failed, since when the
+ * list is stale (local time), and that the panel keeps trying.
+ */
+export function staleText(
+  error: string,
+  since: Date,
+  pollInterval: number = POLL_INTERVAL
+): string {
+  const hhmm = `${String(since.getHours()).padStart(2, '0')}:${String(
+    since.getMinutes()
+  ).padStart(2, '0')}`;
+  const every = Math.round(pollInterval / 1000);
+  return (
+    `Could not reload the memories: ${error}. The list below is stale since ` +
+    `${hhmm}; retrying every ${every}s or more, backing off.`
+  );
 }
 
 /** A short stable id for a path (djb2), usable in DOM ids. */

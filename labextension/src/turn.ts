@@ -14,7 +14,7 @@ import { removeMath, renderHTML, replaceMath } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import { el, formatTokens, prettyValue } from './format';
+import { ageText, el, formatTokens, prettyValue } from './format';
 import { classToken, cleanHtml } from './safe';
 import type { TurnRecord } from './turnrecord';
 import { requestViews } from './turnrequests';
@@ -226,8 +226,13 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     }
     const injected = decisions.filter(d => d.decision === 'injected').length;
     const mode = recall.mode ? `, ${asText(recall.mode)} mode` : '';
+    // In index mode "injected" sends a pointer line, not the memory: say so.
+    const what =
+      recall.mode === 'index'
+        ? `pointer lines of ${injected} of ${decisions.length} sent`
+        : `${injected} of ${decisions.length} injected`;
     const [details, body] = this._details(
-      `Recalled memories (${injected} of ${decisions.length} injected${mode})`,
+      `Recalled memories (${what}${mode})`,
       'jp-MemoryTurn-recall'
     );
     if (decisions.length === 0) {
@@ -260,14 +265,15 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
         el(
           'td',
           '',
+          // The decision's own path first: a reason may name another ("… path C").
           [
-            asText(decision.reason),
-            decision.path ? `(path ${asText(decision.path)})` : ''
+            decision.path ? `path ${asText(decision.path)}:` : '',
+            asText(decision.reason)
           ]
             .filter(Boolean)
             .join(' ')
         ),
-        el('td', '', age === null ? '' : `${age} d`),
+        el('td', '', ageText(age)),
         el('td', '', bytes === null ? '' : String(bytes))
       );
       table.tBodies[0].append(row);

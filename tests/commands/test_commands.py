@@ -103,7 +103,8 @@ def bare_remote(tmp_path: Path) -> Path:
 #: test's temporary folder.
 CASES: dict[str, list[str]] = {
     "path": ["", "--json", "--scope user --agent reviewer"],
-    "list": ["", "--json", "--type user", "--limit 1", "--scope team", "--scope project"],
+    "list": ["", "--json", "--type user", "--limit 1", "--scope team", "--scope project",
+             "--mode prefetch --json"],
     "show": ["role", "role --json", "project_revenue_in_cents.md"],
     "search": ["CENTS", "before showing", "senior --json", "nothing-like-this"],
     "forget": ["role -f", "role --force --json", "role"],

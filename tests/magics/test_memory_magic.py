@@ -117,7 +117,8 @@ def test_table_show_search(two, memdir):
     table = run(two, "%memory list").outputs[0].data["text/plain"]
     header = table.splitlines()[0].split()
     # the table jupyter-memory list prints too (one definition): the file closes each row
-    assert header == ["type", "name", "description", "age", "bytes", "indexed", "by", "file"]
+    assert header == ["type", "name", "description", "age", "bytes", "indexed", "loaded", "by",
+                      "file"]
     assert "revenue-in-cents" in table and "today" in table
     shown = run(two, "%memory show role").stdout
     assert "Senior analyst, fluent in SQL." in shown and str(memdir) in shown

@@ -50,8 +50,12 @@ def test_remember_team_scope_and_memory_views(ip, memdir: Path, tmp_path: Path) 
     assert "synced" in text(cap)
     cap = run(ip, "%memory team status --json")
     assert json.loads(cap.stdout)["unpushed_commits"] == 0
-    cap = run(ip, "%context")
-    assert "team/MEMORY.md" in text(cap) and "[team]" in text(cap)
+    cap = run(ip, "%context --json")
+    items = [i for c in json.loads(cap.stdout)["categories"] for i in c["items"]]
+    assert any(i["label"] == "team/MEMORY.md" and i.get("scope") == "team" for i in items)
+    # the saved view's HTML lists it too (its plain text carries the totals only)
+    html = "".join(o.data.get("text/html", "") for o in run(ip, "%context").outputs)
+    assert "team/MEMORY.md" in html
     cap = run(ip, "%memory why --json")
     why = {d["file"]: d for d in json.loads(cap.stdout)}
     assert why["team/project_fiscal_year.md"]["scope"] == "team"

@@ -119,7 +119,8 @@ def test_to_json_shape(tmp_path: Path) -> None:
     data = memory.to_json()
     assert list(data) == [
         "file", "name", "description", "type", "mtime", "age_days", "bytes", "indexed",
-        "shape", "origin_session_id", "provenance", "error", "scope", "author",
+        "shape", "origin_session_id", "provenance", "error", "scope", "author", "loaded",
+        "loaded_reason",
     ]  # fmt: skip
     assert data["scope"] == "private"  # SPEC §8; a file under team/ is "team"
     assert _memory(tmp_path, "team/db.md", text, days_old=1).to_json()["scope"] == "team"

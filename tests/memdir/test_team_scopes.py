@@ -111,8 +111,8 @@ def test_list_shows_authors_and_team_file_names(tmp_path: Path) -> None:
         ("team/project_fiscal_year.md", "ana", "team")]
     code, out, _ = run("list", "--scope", "team", env=env)
     header, row = out.splitlines()[:2]
-    assert header.split() == ["type", "name", "description", "age", "bytes", "indexed", "by",
-                              "author", "scope", "file"]
+    assert header.split() == ["type", "name", "description", "age", "bytes", "indexed",
+                              "loaded", "by", "author", "scope", "file"]
     assert row.split()[-3:] == ["ana", "team", "team/project_fiscal_year.md"]
     code, out, _ = run("list", "--json", env=env)
     authors = {m["file"]: m["author"] for m in json.loads(out)}

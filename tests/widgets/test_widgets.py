@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -102,7 +103,12 @@ def test_categories_and_segments_cover_the_window(session):
     report = session.context_report()
     view = ContextView(report, assembled=session.assemble())
     assert [c.name for c in view.categories] == ALL_CATEGORIES
-    assert [s.name for s in view.bar_segments] == ALL_CATEGORIES
+    # used, then free, then the autocompact buffer reserved at the window's end
+    assert [s.name for s in view.bar_segments] == [
+        *ALL_CATEGORIES[:-2], "free", "autocompact buffer"]
+    autocompact = next(m for m in view.markers if m.name == "autocompact")
+    assert sum(s.width for s in view.bar_segments[:-1]) == pytest.approx(autocompact.position,
+                                                                          abs=0.01)
     assert sum(s.width for s in view.bar_segments) == pytest.approx(100.0, abs=0.01)
     by_name = {c.name: c for c in view.categories}
     for cat in report.categories:
@@ -285,9 +291,11 @@ def test_saved_view_keeps_the_newest_items_of_a_long_conversation(session):
     view = ContextView(session.context_report())
     assert len(view.state.category("messages").items) == 100  # the live view has them all
     html = view.static_html()
-    assert "60 earlier items are left out" in html
-    assert "answer number 49" in html and "question number 30" in html
-    assert "question number 0" not in html and "question number 29" not in html
+    # The saved copy keeps the newest items within its byte budget, and counts the rest.
+    kept = len(re.findall(r"(?:question|answer) number \d+", html))
+    assert 0 < kept < 40
+    assert f"{100 - kept} earlier items are left out" in html
+    assert "answer number 49" in html and "question number 0" not in html
 
 
 def test_show_context_builds_view_and_gauges_for_the_session(session):

@@ -146,4 +146,39 @@ describe('TurnRenderer', () => {
     const event = renderer.node.querySelector('.jp-MemoryTurn-event')!;
     expect(event.classList.contains('jp-Dialog')).toBe(false);
   });
+
+  it('words the recall table for people', async () => {
+    const renderer = await render({
+      version: 2,
+      turn: 2,
+      answer: 'ok',
+      recall: {
+        mode: 'index',
+        decisions: [
+          {
+            file: 'a.md',
+            decision: 'injected',
+            path: 'A',
+            age_days: 0,
+            reason: 'its pointer is sent; the body only if read (path C)'
+          },
+          { file: 'b.md', decision: 'not_selected', age_days: 12 }
+        ]
+      }
+    });
+    const summary = renderer.node.querySelector(
+      '.jp-MemoryTurn-recall summary'
+    )!;
+    expect(summary.textContent).toContain(
+      'Recalled memories (pointer lines of 1 of 2 sent, index mode)'
+    );
+    const cells = Array.from(
+      renderer.node.querySelectorAll('.jp-MemoryTurn-decision')
+    ).map(row => Array.from(row.children).map(td => td.textContent));
+    expect(cells[0][2]).toBe(
+      'path A: its pointer is sent; the body only if read (path C)'
+    );
+    expect(cells[0][3]).toBe('today');
+    expect(cells[1][3]).toBe('12 days ago');
+  });
 });
