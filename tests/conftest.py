@@ -46,21 +46,13 @@ settings.load_profile("ci")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--run-slow", action="store_true", help="run tests marked slow")
+    parser.addoption("--run-slow", action="store_true",
+                     help="explore new random property-test examples (hypothesis)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--run-slow") and not config.getoption("--hypothesis-profile", None):
         settings.load_profile("explore")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--run-slow"):
-        return
-    skip = pytest.mark.skip(reason="slow: pass --run-slow")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

@@ -212,7 +212,6 @@ def test_huge_memory_through_the_cli(
     assert code == 0 and [f["code"] for f in json.loads(out)["findings"]] == ["orphan_file"]
 
 
-@pytest.mark.slow
 def test_huge_memory_is_searched_to_the_end(
     huge_memdir: Path, run_cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -231,13 +231,6 @@ def test_kills_during_writes_lose_nothing_acknowledged(tmp_path: Path) -> None:
     assert stats["acked"] > 20  # the children really wrote between the kills
 
 
-@pytest.mark.slow
-def test_two_hundred_kills(tmp_path: Path) -> None:
-    stats = run_kills(tmp_path, kills=200, seed=7)
-    assert stats["kills"] == 200
-    assert stats["acked"] > 200
-
-
 def test_leftover_temp_file_is_invisible_and_harmless(tmp_path: Path) -> None:
     """What a kill inside ``atomic_write`` leaves: a hidden ``.tmp`` that nothing lists."""
     memdir = tmp_path / "memory"
