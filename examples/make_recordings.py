@@ -179,7 +179,7 @@ def load_script(notebook: Path) -> ModuleType:
     path = SCRIPTS / f"{notebook.stem}.py"
     if not path.is_file():
         raise SystemExit(f"{notebook.name} has no script of model answers at {path}.")
-    spec = importlib.util.spec_from_file_location(f"example_script_{notebook.stem.split("-", 1)[0]}", path)
+    spec = importlib.util.spec_from_file_location(f"example_script_{notebook.stem.split('-', 1)[0]}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

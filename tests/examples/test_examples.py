@@ -222,7 +222,7 @@ def test_example_replays_without_drift(notebook: Path) -> None:
                         f"would leave these in examples/): {strays[:20]}")
     assert not problem, (
         f"{notebook.name} replayed with different outputs than the committed notebook. If the "
-        f"change is intended, run examples/make_recordings.py {notebook.name.split("-", 1)[0]}.\n{problem}")
+        f"change is intended, run examples/make_recordings.py {notebook.name.split('-', 1)[0]}.\n{problem}")
 
 
 def test_files_written_outside_the_run_folder_are_found(tmp_path: Path) -> None:
