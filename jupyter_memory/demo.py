@@ -114,9 +114,14 @@ PROJECT_FILES: dict[str, tuple[str, ...]] = {"12-team-memory": (".claude/",)}
 
 def folder_files(folder: Path) -> set[str]:
     """Every file (and symbolic link) under ``folder``, as paths relative to it."""
-    folder = Path(folder)
-    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")
-            if p.is_file() or p.is_symlink()}
+    found: set[str] = set()
+    top: str | None = None
+    for here, dirs, files in Root.declare("given", folder).walk():
+        top = here if top is None else top
+        links = [d for d in dirs if os.path.islink(os.path.join(here, d))]  # not walked into
+        found.update(os.path.relpath(os.path.join(here, name), top).replace(os.sep, "/")
+                     for name in (*files, *links))
+    return found
 
 
 def written_outside_run(work: Path, before: set[str], notebook: str,

@@ -61,6 +61,8 @@ ALLOWED: dict[str, str] = {
                                           "makes the folder of the log file the person "
                                           "chose (their config folder, or "
                                           "JUPYTER_MEMORY_LOG_FILE from their environment)",
+    "jupyter_memory.widgets.roots:DisplayRoots.of": "tempfile.gettempdir: the temp folder's "
+                                                     "name, to show it as <tmp>; no file",
     "jupyter_memory.localapi.cli:main": "the bottom layer imports nothing of the package; "
                                         "reads the script file the person names with --script",
     "jupyter_memory.commands.memory:_why": "shutil.get_terminal_size: the terminal's width, "
