@@ -759,7 +759,7 @@ class ExtractionHook(TurnHook):
             notes = "".join(f" {note}" for note in run.notes)
             self._notify(request, (
                 f"🧠 Saved {count} memor{'y' if count == 1 else 'ies'}: {', '.join(parts)}."
-                f"{notes} Undo: `%memory undo {run.id}`"
+                f"{notes} Undo extraction run {run.id}: `%memory undo {run.id}`"
             ), {"kind": "extraction", "run": run.id, "files": list(run.files),
                 "created": list(run.created), "undo": f"%memory undo {run.id}",
                 **({"notes": list(run.notes)} if run.notes else {})})
