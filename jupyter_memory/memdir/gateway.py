@@ -155,6 +155,8 @@ class Root:
         through the real name both count.
         """
         given = os.fspath(path)
+        if not given:  # the default of walk(), matching(), links_below(): the root itself
+            return ""
         full = os.path.normpath(given if os.path.isabs(given)
                                 else os.path.join(self.start or self.real, given))
         for base in (str(self.real), str(self.path)):
