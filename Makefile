@@ -75,6 +75,7 @@ lint: setup
 # The documentation site (mkdocs.yml): --strict turns every warning, such as a broken link
 # or anchor, into a failure. The site is written to build/site.
 docs: setup
+	$(BIN)/python docs/diagrams/make_diagrams.py --check
 	$(BIN)/mkdocs build --strict --quiet
 
 # Two workers (the machines have two cores); a test module stays on one worker, so its

@@ -43,11 +43,13 @@ import nbformat
 from jupyter_memory.demo import (
     RECORD_ENV,
     execute_notebook,
+    folder_files,
     kernel_env,
     prepare_work,
     scratch_folder,
     static_outputs,
     write_html,
+    written_outside_run,
 )
 from jupyter_memory.localapi import FakeAnthropic, Turn
 
@@ -177,7 +179,7 @@ def load_script(notebook: Path) -> ModuleType:
     path = SCRIPTS / f"{notebook.stem}.py"
     if not path.is_file():
         raise SystemExit(f"{notebook.name} has no script of model answers at {path}.")
-    spec = importlib.util.spec_from_file_location(f"example_script_{notebook.stem[:2]}", path)
+    spec = importlib.util.spec_from_file_location(f"example_script_{notebook.stem.split("-", 1)[0]}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -214,6 +216,7 @@ def record(notebook: Path, script: ModuleType, work: Path) -> Any:
         old.unlink()
     if hasattr(script, "seed"):
         script.seed(work)
+    before = folder_files(work)
     log: list[str] = []
     with FakeAnthropic(responder=responder(script, log)) as server:
         env = kernel_env(work / "home", extra={
@@ -228,6 +231,9 @@ def record(notebook: Path, script: ModuleType, work: Path) -> Any:
         if server.failures:
             raise SystemExit(f"{notebook.name}: the scripted server refused requests:\n"
                              + "\n".join(server.failures))
+    if notebook.parent == EXAMPLES:  # a project one packs keeps its memory beside it
+        recordings = tuple(p.name for p in work.glob(f"{notebook.stem}*.recording.json"))
+        _check_run_folder(work, before, notebook, also=recordings)
     written = sorted(work.glob(f"{notebook.stem}*.recording.json"))
     if not written:
         raise SystemExit(f"{notebook.name} wrote no recording: does its mode cell run "
@@ -240,12 +246,23 @@ def record(notebook: Path, script: ModuleType, work: Path) -> Any:
 def replay(notebook: Path, work: Path, html: Path | None) -> None:
     """Execute a copy of ``notebook`` with no model and save it over the committed one."""
     copy = prepare_work(notebook, work)
+    before = folder_files(work)
     nb = execute_notebook(copy, env=kernel_env(work / "home"))
+    _check_run_folder(work, before, notebook)
     # tests/examples/test_examples.py replaces this folder by its own when comparing outputs.
     nb.metadata["jupyter_memory"] = {"executed_in": str(work)}
     nbformat.write(static_outputs(nb), str(notebook))
     if html is not None:
         write_html(nb, html / f"{notebook.stem}.html", links_from=notebook.parent)
+
+
+def _check_run_folder(work: Path, before: set[str], notebook: Path,
+                      also: tuple[str, ...] = ()) -> None:
+    """Stop when the run wrote outside ``.run/<notebook>/`` (``also``: its recordings)."""
+    strays = written_outside_run(work, before, notebook.stem, also=also)
+    if strays:
+        raise SystemExit(f"{notebook.name} wrote outside .run/{notebook.stem}/, which a run in "
+                         "place would leave in examples/: " + ", ".join(strays[:20]))
 
 
 def make(notebook: Path, work_root: Path) -> None:
@@ -269,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("only", nargs="*", help="examples whose file name starts with these")
     parser.add_argument("--keep", action="store_true", help="keep the work folder afterwards")
     args = parser.parse_args(argv)
-    notebooks = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
+    notebooks = sorted(EXAMPLES.glob("[0-9][0-9]*-*.ipynb"))
     if args.only:
         notebooks = [nb for nb in notebooks if nb.name.startswith(tuple(args.only))]
     if not notebooks:

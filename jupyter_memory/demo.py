@@ -104,6 +104,33 @@ def example_files(notebook: Path) -> list[Path]:
     return found
 
 
+#: Where a course notebook writes, relative to its folder: ``.run/<notebook>/``.
+RUN_FOLDER = ".run"
+#: Files a notebook makes outside its run folder on purpose: 12 defines an agent for its
+#: project, and the reference keeps project agents and their local memory under the
+#: project's ``.claude/`` (docs/reference.md#agent-memory); ``examples/.gitignore`` lists it.
+PROJECT_FILES: dict[str, tuple[str, ...]] = {"12-team-memory": (".claude/",)}
+
+
+def folder_files(folder: Path) -> set[str]:
+    """Every file (and symbolic link) under ``folder``, as paths relative to it."""
+    folder = Path(folder)
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")
+            if p.is_file() or p.is_symlink()}
+
+
+def written_outside_run(work: Path, before: set[str], notebook: str,
+                        *, also: tuple[str, ...] = ()) -> list[str]:
+    """Files a run of ``notebook`` (its stem) added to ``work`` anywhere but its run folder
+    (``.run/<notebook>/``), the kernel's HOME the runner made (``home/``, minus a
+    ``home/.claude`` that would be the learner's own settings) and the paths ``also`` and
+    :data:`PROJECT_FILES` allow: what it would leave behind run in place in a checkout."""
+    allowed = (f"{RUN_FOLDER}/{notebook}/", *PROJECT_FILES.get(notebook, ()), *also)
+    added = sorted(folder_files(work) - before)
+    return [rel for rel in added if not rel.startswith(allowed)
+            and not (rel.startswith("home/") and not rel.startswith("home/.claude/"))]
+
+
 def scratch_folder() -> Path:
     """A new, empty folder whose path has the same length on every run.
 

@@ -669,8 +669,10 @@ class ExtractionHook(TurnHook):
             first = {"role": "user", "content": [{"type": "text", "text": prompt}]}
 
             def body_for(fork: list[dict[str, Any]]) -> dict[str, Any]:
-                state = session.request_state([*request.messages, *fork])
-                return assemble(replace(state, tools=offered)).body
+                # The fork's own messages are a suffix: the breakpoint stays on the turn's
+                # last block, so what this call writes is what the next main call reads.
+                state = session.request_state(list(request.messages))
+                return assemble(replace(state, tools=offered, suffix=fork)).body
 
             try:
                 result = run_confined(
@@ -762,7 +764,7 @@ class ExtractionHook(TurnHook):
             notes = "".join(f" {note}" for note in run.notes)
             self._notify(request, (
                 f"🧠 Saved {count} memor{'y' if count == 1 else 'ies'}: {', '.join(parts)}."
-                f"{notes} Undo extraction run {run.id}: `%memory undo {run.id}`"
+                f"{notes} This was extraction run {run.id}; undo it with `%memory undo {run.id}`."
             ), {"kind": "extraction", "run": run.id, "files": list(run.files),
                 "created": list(run.created), "undo": f"%memory undo {run.id}",
                 **({"notes": list(run.notes)} if run.notes else {})})

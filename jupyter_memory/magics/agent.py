@@ -67,6 +67,7 @@ from jupyter_memory.sessions.resume import (
 )
 from jupyter_memory.sessions.sandbox import hand_over
 from jupyter_memory.widgets.render import tool_line, tool_text, turn_bundle
+from jupyter_memory.widgets.roots import bundle_on_page, on_page
 from jupyter_memory.widgets.safe import md_text, safe_markdown
 
 if TYPE_CHECKING:
@@ -254,12 +255,12 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         replaying = controller if isinstance(controller, record.Replayer) else None
         problem = replaying.take_new_mismatch() if replaying is not None else None
         for warning in replaying.take_new_warnings() if replaying is not None else []:
-            print(warning, file=sys.stderr)
+            print(on_page(warning), file=sys.stderr)
         state_for(self.shell).last_agent_count = self._count()
         if problem is not None and result.status == "error":
             view.close()  # the turn itself was refused: the error below says it all
             raise record.ReplayMismatch(problem)
-        view.finish(turn_bundle(result.record), expect_notice=_background_running(session))
+        view.finish(bundle_on_page(turn_bundle(result.record)), expect_notice=_background_running(session))
         if result.failure is not None:
             # The record stays in the cell (resume reads it); the cell fails with the
             # error's one line, so Run All, nbclient and papermill stop here and say why.
@@ -292,7 +293,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         args = asked.args
         try:
             if isinstance(args, StatusArgs):
-                print(self._status(session))
+                print(on_page(self._status(session)))
             elif isinstance(args, NewArgs):
                 self._new(session)
             elif isinstance(args, ResumeArgs):
@@ -335,7 +336,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
                               f"(%agent {kind} off, %agent resume, %agent {kind}).")
         resumed = resume_session(session, path, user_ns=self._user_ns)
         self._resume_checked = session
-        print(resumed.describe())
+        print(on_page(resumed.describe()))
         for note in resumed.notes:
             print(f"Note: {note}.")
 
@@ -437,7 +438,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             print(f"jupyter-memory: could not resume from the notebook: {exc}", file=sys.stderr)
             return
         if resumed.messages:
-            print(f"{resumed.describe()} (%config Agent.auto_resume = False to start fresh)")
+            print(f"{on_page(resumed.describe())} (%config Agent.auto_resume = False to start fresh)")
 
     def _current_source(self, line: str, cell: str | None) -> str:
         """The raw text of the cell being run, as the notebook file stores it."""
@@ -591,7 +592,8 @@ class _StreamView:
         start = time.monotonic()
         if not force and start < self.next_redraw:
             return
-        bundle = {"text/markdown": self.markdown() or "…", "text/plain": self.text or "…"}
+        bundle = bundle_on_page({"text/markdown": self.markdown() or "…",
+                                 "text/plain": self.text or "…"})
         if self.handle is None:
             self.handle = display(bundle, raw=True, display_id=True)
         else:
@@ -634,6 +636,7 @@ class _StreamView:
         bundle: dict[str, Any] = {"text/markdown": safe_markdown(text), "text/plain": text}
         if payload:
             bundle["application/vnd.jupyter-memory.notice+json"] = payload
+        bundle = bundle_on_page(bundle)
         if self.notice_handle is None or self.notice_shown:  # a notice never hides another
             self.notice_handle = display(bundle, raw=True, display_id=True)
         else:

@@ -37,6 +37,7 @@ from jupyter_memory.commands import (
 )
 from jupyter_memory.errors import InternalError, JupyterMemoryError, internal_error
 from jupyter_memory.memdir.scopes import DEFAULT_AGENT
+from jupyter_memory.widgets.roots import bundle_on_page, on_page
 from jupyter_memory.widgets.safe import md_link, md_text
 
 __all__ = ["OPEN_MIME", "MagicCommandContext", "magic_doc", "read_line", "run_command",
@@ -108,14 +109,14 @@ class MagicCommandContext(CommandContext[Any]):
     # ------------------------------------------------------------------ output
 
     def out(self, text: str = "") -> None:
-        print(text)
+        print(on_page(text))
 
     def note(self, text: str) -> None:
         """In line with the answer; to standard error only beside JSON, which must parse."""
         if self.json:
-            print(printable(text), file=sys.stderr)
+            print(on_page(printable(text)), file=sys.stderr)
         else:
-            print(printable(text))
+            print(on_page(printable(text)))
 
     err = note
 
@@ -123,7 +124,7 @@ class MagicCommandContext(CommandContext[Any]):
         if self.json:
             self.emit(data, text)
         else:
-            display({"text/plain": printable(text)}, raw=True)
+            display({"text/plain": on_page(printable(text))}, raw=True)
 
     def show_request_view(self, session: Any, *, counted_tokens: int | None) -> bool:
         from jupyter_memory.widgets import show_context
@@ -254,4 +255,4 @@ def show_file(path: Path, label: str) -> None:
         # The label and the file name are memory text: literal, and a link only if safe.
         bundle["text/markdown"] = (f"{md_text(f'Edit {label}:')} "
                                    f"{md_link(rel.as_posix(), rel.as_posix())}")
-    display(bundle, raw=True)
+    display(bundle_on_page(bundle), raw=True)

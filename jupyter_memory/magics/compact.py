@@ -29,6 +29,7 @@ from jupyter_memory.commands.compact import COMPACT, CompactArgs
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.magics.commands import magic_doc, usage_error
 from jupyter_memory.widgets.compaction import compaction_bundle
+from jupyter_memory.widgets.roots import bundle_on_page
 from jupyter_memory.widgets.safe import escape
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class CompactMagics(Magics):
         # What every request carries besides the conversation, so the output can say how
         # much of the size a compaction can change at all.
         data["fixed_tokens"] = fixed_tokens(session)
-        display(compaction_bundle(data), raw=True)
+        display(bundle_on_page(compaction_bundle(data)), raw=True)
 
     def _micro(self, session: Session) -> None:
         before = estimate_next_request(session)

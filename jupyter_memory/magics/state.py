@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.widgets.roots import DisplayRoots, current_display_roots, use_display_roots
 
 _STATES: dict[int, KernelState] = {}
 
@@ -36,6 +37,7 @@ def forget_state(shell: Any) -> None:
     st = _STATES.pop(id(shell), None)
     if st is not None and st.session is not None:
         st.session.close()
+    use_display_roots(None)
 
 
 def close_sessions() -> None:
@@ -71,9 +73,24 @@ def session_for(shell: Any, config: AgentConfig) -> Session:
     if st.session is None:
         folder, notebook = notebook_folder(shell)
         st.session = Session(folder, config=config, notebook=notebook)
-        for notice in st.session.trust_notices():
+        notices = st.session.trust_notices()
+        for notice in notices:
             print(notice, file=sys.stderr)
+        if notices:
+            # Sent now, so they come before what the cell prints next whatever the timing
+            # (stdout and stderr are separate streams, each flushed on its own clock).
+            sys.stderr.flush()
     elif st.session.config != config:
         st.session.config = config
         st.session.reset_tools()
+    _name_roots(st.session)
     return st.session
+
+
+def _name_roots(session: Session) -> None:
+    """Name the session's folders on the page when ``Agent.display_roots`` asks for it."""
+    roots = None
+    if session.config.display_roots:
+        roots = DisplayRoots.of(memdir=session.memdir, project=session.project_root)
+    if roots != current_display_roots():
+        use_display_roots(roots)

@@ -148,6 +148,11 @@ class Root:
 
     # ------------------------------------------------------------------ paths
 
+    def _base(self, given: str) -> Path:
+        """Where the relative path ``given`` starts: :attr:`start` for a path the person
+        typed; the root itself for ``""`` (the root, as every method's default means)."""
+        return self.start if self.start is not None and given else self.real
+
     def relative(self, path: str | os.PathLike[str]) -> str | None:
         """``path`` (absolute, or relative to the root) below this root, or None.
 
@@ -158,7 +163,7 @@ class Root:
         if not given:  # the default of walk(), matching(), links_below(): the root itself
             return ""
         full = os.path.normpath(given if os.path.isabs(given)
-                                else os.path.join(self.start or self.real, given))
+                                else os.path.join(self._base(given), given))
         for base in (str(self.real), str(self.path)):
             rel = _relative(full, base)
             if rel is not None:
@@ -183,7 +188,7 @@ class Root:
             raise self._refuse(given, "it contains a NUL byte, which no file name can hold")
         rel = self.relative(given)
         if rel is None:  # reached through a link above the root (a memdir on another disk)
-            full = given if os.path.isabs(given) else os.path.join(self.start or self.real, given)
+            full = given if os.path.isabs(given) else os.path.join(self._base(given), given)
             rel = _relative(os.path.realpath(full), str(self.real))
             if rel is None:
                 raise self._refuse(given, f"it is outside {self}")

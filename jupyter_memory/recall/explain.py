@@ -194,7 +194,7 @@ def _explain_one(
                 memory, "not_indexed",
                 f"on disk but {name} has no pointer line for it, so index-mode recall never "
                 "shows it (the agent can still find it with Grep or Glob, path C); "
-                "%memory doctor can add the line", "A"))
+                "%memory repair adds the line (%memory doctor finds such files)", "A"))
             continue
         if entry.line - leading > visible_lines:
             out.append(decision(

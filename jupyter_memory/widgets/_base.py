@@ -17,6 +17,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from jupyter_memory.widgets.roots import bundle_on_page
+
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: The marker of a widget output with a static copy; its data names the view.
 VIEW_MIME = "application/vnd.jupyter-memory.view+json"
@@ -30,4 +32,4 @@ def fallback_bundle(widget: widgets.Widget, html: str, text: str, **kwargs: Any)
         bundle[VIEW_MIME] = {"view": type(widget).__name__, "version": 1}
     bundle["text/html"] = html
     bundle["text/plain"] = text
-    return bundle
+    return bundle_on_page(bundle)

@@ -27,18 +27,20 @@ import pytest
 
 from jupyter_memory.demo import (
     execute_notebook,
+    folder_files,
     kernel_env,
     prepare_work,
     scratch_folder,
     static_outputs,
     write_html,
+    written_outside_run,
 )
 from jupyter_memory.demo import main as demo_main
 
 pytestmark = pytest.mark.kernel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
+NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]*-*.ipynb"))
 
 #: Wall-clock times: a replay keeps the recorded times of model calls, but file times,
 #: export names and the like are taken when the notebook runs.
@@ -182,8 +184,14 @@ def drift(committed: list[list[str]], replayed: list[list[str]]) -> str:
 
 
 def test_every_example_is_found() -> None:
-    numbers = [int(nb.name[:2]) for nb in NOTEBOOKS]
-    assert numbers == list(range(1, len(numbers) + 1)), "the course numbers skip or repeat"
+    # A notebook split in parts keeps its number with a letter (06a, 06b): the numbers
+    # run on without a gap, and the parts of one number are lettered from a.
+    numbers = sorted({int(nb.name[:2]) for nb in NOTEBOOKS})
+    assert numbers == list(range(1, len(numbers) + 1)), "the course numbers skip"
+    for number in numbers:
+        parts = [nb.name[2:].split("-", 1)[0] for nb in NOTEBOOKS if int(nb.name[:2]) == number]
+        assert parts in ([""], [chr(ord("a") + i) for i in range(len(parts))]), \
+            f"notebook {number:02d} has parts {parts}: use one notebook, or a, b, ..."
     assert len(numbers) >= 13
     course = (EXAMPLES.parent / "docs" / "course.md").read_text(encoding="utf-8")
     readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
@@ -203,14 +211,34 @@ def test_example_replays_without_drift(notebook: Path) -> None:
     work = scratch / notebook.stem
     try:
         copy = prepare_work(notebook, work)
+        before = folder_files(work)
         replayed = execute_notebook(copy, env=kernel_env(work / "home"), timeout=180)
+        strays = written_outside_run(work, before, notebook.stem)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     problem = drift(comparable(committed, _work_folder(committed)),
                     comparable(replayed, work))
+    assert not strays, (f"{notebook.name} wrote outside .run/{notebook.stem}/ (a run in place "
+                        f"would leave these in examples/): {strays[:20]}")
     assert not problem, (
         f"{notebook.name} replayed with different outputs than the committed notebook. If the "
-        f"change is intended, run examples/make_recordings.py {notebook.name[:2]}.\n{problem}")
+        f"change is intended, run examples/make_recordings.py {notebook.name.split("-", 1)[0]}.\n{problem}")
+
+
+def test_files_written_outside_the_run_folder_are_found(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "home").mkdir(parents=True)
+    (work / "02-x.ipynb").write_text("{}")
+    before = folder_files(work)
+    for rel in (".run/02-x/memory/a.md", "home/.ipython/x", "home/.claude/settings.json",
+                "demo-home/02-x/memory/a.md", ".run/03-y/a", "02-x.ipynb.bak"):
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text("x")
+    (work / "02-x.ipynb").write_text("{} ")  # the notebook saved in place is not new
+    assert written_outside_run(work, before, "02-x") == [
+        ".run/03-y/a", "02-x.ipynb.bak", "demo-home/02-x/memory/a.md", "home/.claude/settings.json"]
+    assert written_outside_run(work, before, "02-x", also=("demo-home/",)) == [
+        ".run/03-y/a", "02-x.ipynb.bak", "home/.claude/settings.json"]
 
 
 def test_comparison_sees_a_changed_answer(tmp_path: Path) -> None:

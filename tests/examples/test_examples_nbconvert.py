@@ -18,7 +18,7 @@ import pytest
 pytestmark = pytest.mark.kernel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]-*.ipynb"))
+NOTEBOOKS = sorted(EXAMPLES.glob("[0-9][0-9]*-*.ipynb"))
 
 
 #: Variables a reader's shell may have that must not decide how an example runs.
@@ -51,7 +51,7 @@ def test_example_runs_under_plain_nbconvert_in_another_folder(notebook: Path, tm
     without an error and without a replay warning (the kernel does not know its notebook's
     path here, and the requests must not depend on that)."""
     copy = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns("html", "demo-home", ".ipynb_checkpoints"))
+    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns("html", ".run", "demo-home", ".ipynb_checkpoints"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(_READER_ONLY_ENV)}
     out = tmp_path / "out"
     done = subprocess.run(

@@ -125,7 +125,7 @@ def test_five_exercises_each_with_predictions_checks_and_no_outputs() -> None:
         # The memory folder is chosen before the extension loads; the sandbox comes next.
         setup = "\n".join(c.source for c in code[:3])
         assert setup.index("JUPYTER_MEMORY_DIR") < setup.index("%load_ext jupyter_memory")
-        assert f'"demo-home/{path.stem}"' in setup
+        assert f'RUN = os.path.abspath(".run/{path.stem}")' in setup
         assert code[2].source.count("%sandbox echo") == 1
         assert "recall_selector = 'offline'" in code[2].source
         helpers.add(code[3].source)

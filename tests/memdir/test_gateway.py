@@ -180,4 +180,5 @@ def test_a_relative_path_you_typed_starts_at_your_working_folder(
     (tmp_path / "saved" / "nb.ipynb").write_text("{}")
     monkeypatch.chdir(tmp_path)
     assert person_root("saved/nb.ipynb").text("saved/nb.ipynb") == "{}"
+    assert person_root("saved/nb.ipynb").matching("*.ipynb") == [tmp_path / "saved" / "nb.ipynb"]
     assert Root.declare("project", tmp_path / "saved").text("nb.ipynb") == "{}"  # a root's own

@@ -1,4 +1,4 @@
-"""The scripted model of 06-instructions-and-rules.ipynb (used by make_recordings.py).
+"""The scripted model of 06a-instructions.ipynb (used by make_recordings.py).
 
 The point of the notebook is that instruction files change what the model does, so this
 script answers the way a model that follows its instructions would: each habit of an
@@ -19,7 +19,7 @@ Q3_CENTS = {"north": 160_340_012, "south": 121_950_433, "east": 98_004_120,
             "west": 87_615_990, "online": 171_245_880}
 REGIONS = ["north", "south", "east", "west"]
 
-# A phrase of each instruction, as the files in 06-instructions-and-rules/ word it.
+# A phrase of each instruction, as the files in 06a-instructions/ word it.
 HOUSE_STYLE = "start with a one-line **Bottom line:**"
 EUROS = "euros with a thousands separator and no decimals"
 THOUSANDS = "thousands of euros with one decimal"
