@@ -162,6 +162,8 @@ def test_extraction_runs_writes_and_saw_the_main_tool_list(session, hook, router
     assert "Saved 1 memory" in text and "feedback_no_full_frames.md" in text
     assert payload["files"] == ["feedback_no_full_frames.md"]
     assert payload["undo"] == "%memory undo 1"
+    # The undo names the run, so its number does not read as a count of memories.
+    assert text.endswith("This was extraction run 1; undo it with `%memory undo 1`.")
     assert hook.cursor is session.messages[-1]
     run = hook.runs[-1]
     assert run.status == "saved" and run.calls == 3 and run.created == run.files
