@@ -34,6 +34,7 @@ __all__ = [
     "WRITE_SCOPES",
     "check_agent_name",
     "check_team_type",
+    "committed",
     "default_scope",
     "scope_dir",
     "scope_of",
@@ -96,6 +97,13 @@ def check_agent_name(agent: object) -> str:
             "or '.', starting with a letter or digit (for example 'data-reviewer')."
         )
     return agent
+
+
+def committed(scope: str | None) -> bool:
+    """Whether the memory folder of agent ``scope`` is meant to be committed with the
+    project (``project``): its store then keeps its own files out of git
+    (:mod:`~jupyter_memory.memdir.gitignore`)."""
+    return scope == "project"
 
 
 def scope_dir(
