@@ -74,6 +74,8 @@ class ToolContext:
     ``restrict_to_memdir`` confines the extraction agent: Read, Grep and Glob work as
     usual, Write and Edit only inside the memdir, every other tool is refused.
     ``provenance`` is recorded by the store on memories written through these tools.
+    ``delegate`` runs a task with a defined agent (the Agent tool's input; set by the loop
+    for each turn of a session that offers agents, ``agent/delegation.py``).
     """
 
     project_root: Path
@@ -90,6 +92,7 @@ class ToolContext:
     #: The team folder when it lives outside the memdir (``teamMemoryDirectory``): paths in
     #: it count as memdir paths named ``team/…`` (SPEC §8).
     team_dir: Path | None = None
+    delegate: Callable[[Mapping[str, Any]], ToolResult] | None = None
 
     def __post_init__(self) -> None:
         self.project_root = Path(os.path.realpath(self.project_root))
