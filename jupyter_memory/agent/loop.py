@@ -235,6 +235,7 @@ def _run_turn(
     except Exception as exc:  # keep the kernel alive; say what kind of failure it was
         status, failure = "error", as_failure(exc, "while running the turn")
         _close_after_error(turn)
+    ctx.delegate = None  # the Agent tool hands work over only during a turn
     error = str(failure) if failure is not None else (
         INTERRUPTED if status == "interrupted" else None)
     conversation = session.conversation

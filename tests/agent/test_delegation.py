@@ -289,3 +289,12 @@ def test_context_agent_shows_the_last_delegated_request(reviewer_project: Path,
     body = child.assemble().body
     assert body["messages"][0]["content"][1]["text"] == delegate().input["prompt"]
     assert "(project_refunds_join.md)" not in system_text(body)  # read once, at its start
+
+
+def test_the_agent_tool_works_only_during_a_turn(reviewer_project: Path, fake_api) -> None:
+    session = make_session(reviewer_project)
+    fake_api.script([Turn(text="Nothing to hand over.")])
+    assert run_turn(session, "Hello.").ok
+    result = session.tools.run(AGENT_TOOL, delegate().input, session.tool_context())
+    assert result.is_error and "only the main agent, during its turn" in result.content
+    assert session.delegated == {} and len(fake_api.requests) == 1
