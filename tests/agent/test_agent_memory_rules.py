@@ -38,7 +38,7 @@ def system(session: Session) -> tuple[str, str]:
 
 
 def test_the_agent_keeps_code_patterns_debugging_insights_and_design_decisions(project: Path) -> None:
-    identity, rest = system(agent_session(project, tools="Read, Grep, Glob"))
+    _identity, rest = system(agent_session(project, tools="Read, Grep, Glob"))
     assert "# Your memory" in rest
     for kind in ("code patterns", "debugging insights", "architecture decisions"):
         assert kind in rest
