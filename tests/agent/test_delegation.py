@@ -298,3 +298,22 @@ def test_the_agent_tool_works_only_during_a_turn(reviewer_project: Path, fake_ap
     result = session.tools.run(AGENT_TOOL, delegate().input, session.tool_context())
     assert result.is_error and "only the main agent, during its turn" in result.content
     assert session.delegated == {} and len(fake_api.requests) == 1
+
+
+def test_the_record_of_a_delegation_matches_the_schema_and_rebuilds_its_requests(
+        reviewer_project: Path, fake_api) -> None:
+    import jsonschema
+
+    from jupyter_memory.context.request_parts import request_body, turn_record_schema
+
+    session = make_session(reviewer_project)
+    script_delegation(fake_api, reviewer_project / ".claude" / "agent-memory" / "data-reviewer")
+    record = json.loads(json.dumps(run_turn(session, "Is the refunds join right?").record))
+    validator = jsonschema.Draft7Validator(turn_record_schema())
+    assert [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(record)] == []
+    [run] = record["delegations"]
+    sent = [{k: v for k, v in r.body.items() if k != "stream"} for r in fake_api.requests]
+    # the agent's requests (the 2nd and 3rd sent) rebuild exactly from the turn's parts
+    assert [request_body(entry, record["parts"]) for entry in run["requests"]] == sent[1:3]
+    assert [request_body(entry, record["parts"]) for entry in record["requests"]] == [
+        sent[0], sent[3]]
