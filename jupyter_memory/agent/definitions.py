@@ -1,4 +1,4 @@
-"""Agent definitions with memory of their own (SPEC §8).
+"""Agent definitions with memory of their own (docs/reference.md#agent-memory).
 
 An agent is a markdown file in ``.claude/agents/`` (the project's, then the user's
 ``<base>/agents/``) in the reference's format: YAML frontmatter with ``name``,

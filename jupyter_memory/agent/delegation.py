@@ -1,7 +1,8 @@
 """Delegation: the main agent hands a task to a defined agent through its Agent tool.
 
-As in the reference (SPEC §8), the main agent calls ``Agent`` with ``subagent_type`` (which
-agent), ``description`` (a few words for the person) and ``prompt`` (the task). The agent
+As in the reference (docs/reference.md#delegation), the main agent calls ``Agent`` with
+``subagent_type`` (which agent), ``description`` (a few words for the person) and
+``prompt`` (the task). The agent
 runs as a child session of the main one (``session.child``): it shares the model endpoint
 (so record and replay cover its calls), the background runner and the cost ledger (its
 calls are charged as ``delegated``), and has its own prompt, tools, model and memory. A

@@ -1,4 +1,4 @@
-"""The extraction agent: memories saved in the background after a turn (SPEC §6).
+"""The extraction agent: memories saved in the background after a turn (docs/reference.md#the-extraction-agent).
 
 After a turn whose final answer called no tool, :class:`ExtractionHook` forks the
 conversation: the same system prompt and messages as the main agent, then one user
@@ -236,7 +236,7 @@ def extraction_prompt(
     """The instruction appended to the forked conversation (our own words).
 
     With ``team`` the nested team folder is writable too, and the scope rules say which
-    memories go there (SPEC §8).
+    memories go there (docs/reference.md#agent-memory).
     """
     index_step = (
         "The index MEMORY.md follows topic files with frontmatter automatically; do not "
@@ -689,7 +689,7 @@ class ExtractionHook(TurnHook):
                 run.created = [i.file for i in items if i.is_new]
                 run.status = "pending" if items else "nothing"
             else:
-                if team_store is not None:  # the team's rules and index (SPEC §8)
+                if team_store is not None:  # the team's rules and index (docs/reference.md#team-mode)
                     shared = [f[len("team/"):] for f in written
                               if f.startswith("team/") and (memdir / f).exists()]
                     for moved in team_store.settle(shared):  # a user memory goes private

@@ -1,4 +1,4 @@
-"""Lifecycle hooks: user code that runs at fixed moments of a session (SPEC §7).
+"""Lifecycle hooks: user code that runs at fixed moments of a session (docs/reference.md#lifecycle-hooks).
 
 Two kinds, run in this order for each event:
 

@@ -174,7 +174,7 @@ class MemoryContext:
 
     @property
     def team_dir(self) -> Path | None:
-        """The team folder (SPEC §8) when team mode is on and memory is enabled."""
+        """The team folder (docs/reference.md#team-mode) when team mode is on and memory is enabled."""
         if self.memdir is None or self._team is None:
             return None
         return Path(self._team.folder)
@@ -224,9 +224,10 @@ class MemoryContext:
 
 class AgentMemory(MemoryContext):
     """The memory of a session that runs as a defined agent: the agent's own folder for its
-    ``memory:`` scope (SPEC §8), no team folder, and a store that keeps its index. Like a
-    subagent of the reference it gets the instruction files that apply, unless its
-    definition says ``omitClaudeMd: true``; never the main session's memory."""
+    ``memory:`` scope (docs/reference.md#agent-memory), no team folder, and a store that
+    keeps its index. Like a subagent of the reference it gets the instruction files that
+    apply, unless its definition says ``omitClaudeMd: true``; never the main session's
+    memory (docs/reference.md#delegation)."""
 
     def __init__(self, cwd: Path, env: Mapping[str, str] | None,
                  definition: AgentDefinition) -> None:

@@ -254,7 +254,7 @@ class Session:
         It shares this session's model endpoint, background runner and cost ledger, so
         record and replay cover it and its calls are counted with the rest; it has its own
         conversation, prompt, tools, model (the agent's, else ``config``'s, by default
-        this session's) and memory (SPEC §8). Its id derives from this session's, so a
+        this session's) and memory (docs/reference.md#agent-memory). Its id derives from this session's, so a
         replayed notebook (which restores that id) gives the child the recorded one.
 
         With ``delegated_id`` it runs one task the main agent handed over (the Agent tool):

@@ -1,4 +1,4 @@
-"""Session memory: rolling notes on the current session, kept in the background (SPEC §7).
+"""Session memory: rolling notes on the current session, kept in the background (docs/reference.md#session-memory).
 
 Once the conversation passes :data:`INIT_TOKENS`, the small model writes notes on it to
 ``<transcripts>/<session id>/session-memory/summary.md``, and refreshes them when the
@@ -141,7 +141,7 @@ def _starts_cleanly(messages: Sequence[dict[str, Any]], k: int) -> bool:
 
 
 def keep_start(messages: Sequence[dict[str, Any]], uncovered: int) -> int | None:
-    """Where the verbatim part starts: at or before ``uncovered``, by the SPEC's rules.
+    """Where the verbatim part starts: at or before ``uncovered``, by the reference's rules (docs/reference.md#session-memory).
 
     Grows backwards from the first uncovered message until it has at least
     :data:`KEEP_MIN_TOKENS` and :data:`KEEP_MIN_TEXT_MESSAGES` text messages, never past
@@ -252,7 +252,7 @@ def cap_notes(notes: str) -> str:
 
 
 class SessionNotes(TurnHook):
-    """A session's rolling notes, and the turn hook that keeps them (SPEC §7).
+    """A session's rolling notes, and the turn hook that keeps them (docs/reference.md#session-memory).
 
     ``enabled`` defaults to ``$JUPYTER_MEMORY_SESSION_MEMORY`` when set, else the session
     config's ``session_memory`` (True unless set). The notes are written by

@@ -706,7 +706,7 @@ def memory_table(memories: Sequence[Memory], ctx: CommandContext[Any] | None = N
     file."""
     if not memories:
         return "No memories yet."
-    # The scope column appears once the project has team memories (SPEC §8), the author
+    # The scope column appears once the project has team memories (docs/reference.md#team-mode), the author
     # column once a memory names who wrote it (every team write does).
     scoped = any(m.scope != "private" for m in memories)
     authored = any(m.author for m in memories)

@@ -2,7 +2,7 @@
 
 Everything here is a pure function of its arguments and free of timestamps, because it
 sits at the front of every request and must stay byte-identical between turns for the
-prompt cache to hold (SPEC §5).
+prompt cache to hold (docs/reference.md#prompt-caching).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ memory still helps in situations nobody foresaw. Write dates as absolute dates \
 
 def memory_types_text(*, team: bool = False) -> str:
     """The four types; in team mode each says, in a ``<scope>`` tag, where it belongs, as
-    the reference's combined prompt does (SPEC §8)."""
+    the reference's combined prompt does (docs/reference.md#agent-memory)."""
     lines = ["Each memory has one of four types:", ""]
     for name, description, scope in _TYPES:
         lines.append(f"- **{name}**: {description}"
@@ -201,7 +201,7 @@ def memory_rules(
     """The memory section of the system prompt for recall ``mode`` (index or prefetch).
 
     With a ``team_dir`` the rules also say where the team folder is, and each type says
-    in a ``<scope>`` tag whether it belongs there (SPEC §8).
+    in a ``<scope>`` tag whether it belongs there (docs/reference.md#team-mode).
     """
     how = MEMORY_HOW_TO_SAVE_INDEXED if mode == "index" else MEMORY_HOW_TO_SAVE_PREFETCH
     where = (
@@ -365,9 +365,9 @@ where the secret is kept instead, such as an environment variable."""
 def agent_memory_rules(memdir: str, *, name: str, scope: str | None,
                        tools: Collection[str] | None = None) -> str:
     """The memory section of a defined agent's system prompt: its own folder and the rules
-    of an agent's memory (SPEC §8), not the main memory's; the folder's ``MEMORY.md``
-    follows at the end of the system prompt (:func:`agent_index_block`). Only the
-    ``tools`` it has are named."""
+    of an agent's memory (docs/reference.md#delegation), not the main memory's; the
+    folder's ``MEMORY.md`` follows at the end of the system prompt
+    (:func:`agent_index_block`). Only the ``tools`` it has are named."""
 
     def has(tool: str) -> bool:
         return tools is None or tool in tools
@@ -408,7 +408,8 @@ this run: do not try to save memories."""
 
 
 def agent_index_block(memdir: str, index_text: str, warning: str | None) -> str:
-    """A defined agent's memory index, placed at the end of its system prompt (SPEC §8)."""
+    """A defined agent's memory index, placed at the end of its system prompt
+    (docs/reference.md#agent-memory)."""
     body = index_text.strip() or "(your agent memory is empty: nothing saved yet)"
     head = (f"# Your agent memory index\n\nContents of {memdir}/MEMORY.md (this memory belongs "
             "to you as this agent, across sessions; read topic files on demand):")

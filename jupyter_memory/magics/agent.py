@@ -174,7 +174,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
 
         It shares the main session's model endpoint, background runner and cost ledger (so
         record and replay cover it too) but has its own prompt, tools, conversation and
-        memory (SPEC §8).
+        memory (docs/reference.md#agent-memory).
         """
         from jupyter_memory.agent.definitions import load_agent
 

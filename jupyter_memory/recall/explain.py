@@ -60,14 +60,14 @@ def decision(memory: Any, kind: str, reason: str, path: str, **extra: Any) -> di
                   "age_days": memory.age_days, "bytes": memory.bytes,
                   "indexed": bool(memory.indexed)}
         scope = getattr(memory, "scope", scope_of(memory.file))
-    if scope != "private":  # a team memory says so (SPEC §8); private is the default
+    if scope != "private":  # a team memory says so (docs/reference.md#team-mode); private is the default
         record["scope"] = scope
     record.update(extra)
     return record
 
 
 def _scan_all(memdir: Path) -> list[Any]:
-    """Private and team memories (SPEC §8), each with its scope."""
+    """Private and team memories (docs/reference.md#team-mode), each with its scope."""
     from jupyter_memory.memdir.team import scan_all
     from jupyter_memory.recall.caches import scan_cache
 

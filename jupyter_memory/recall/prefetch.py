@@ -1,4 +1,4 @@
-"""Relevance prefetch (SPEC §4 B): pick memories for the person's message in the background.
+"""Relevance prefetch (docs/reference.md#path-b-relevance-prefetch): pick memories for the person's message in the background.
 
 :func:`start_prefetch` decides at once whether this message triggers a prefetch and, if
 so, hands the session's background runner the work: scan the memdir, ask a selector (a

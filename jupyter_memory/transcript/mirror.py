@@ -1,4 +1,4 @@
-"""Mirror every finished turn into the session's JSONL log (SPEC §7).
+"""Mirror every finished turn into the session's JSONL log (docs/reference.md#the-transcript).
 
 The notebook is the primary transcript; the log beside the memdir is the mirror the
 reference tool can read. A turn is logged once it has ended and its messages are final

@@ -1,5 +1,6 @@
 """An agent's own memory, as the seeds describe it: its own rules of what to keep, true
-words about where its index is, and guidance only for the tools it has (SPEC §8)."""
+words about where its index is, and guidance only for the tools it has
+(docs/reference.md#delegation)."""
 
 from __future__ import annotations
 

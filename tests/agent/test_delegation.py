@@ -1,5 +1,6 @@
 """Delegation: the main agent hands a task to a defined agent through its Agent tool
-(SPEC §8), which runs as a child session with its own prompt, tools, model and memory."""
+(docs/reference.md#delegation), which runs as a child session with its own prompt, tools,
+model and memory."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Delegation in a notebook: the main agent hands a task to a defined agent, which keeps
-its own memory and logs a sidechain; the turn is recorded and replays the same (SPEC §8)."""
+its own memory and logs a sidechain; the turn is recorded and replays the same
+(docs/reference.md#delegation)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Full compaction: replace the conversation with a summary (SPEC §7).
+"""Full compaction: replace the conversation with a summary (docs/reference.md#compaction).
 
 :func:`compact` summarises everything before the turn in progress (or everything, when
 no turn is running): from the session-memory notes when they are fresh (no model call),

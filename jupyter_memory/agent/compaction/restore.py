@@ -5,7 +5,7 @@ recently are read again from disk and attached (at most :data:`MAX_FILES`, each 
 :data:`FILE_TOKENS`, all together within :data:`TOTAL_TOKENS`). The record of files
 read is then cleared, so anything else is read again before it is edited. The
 project's instruction file is re-read from disk, and path-scoped rules wait for a
-matching read again (SPEC §3, §7).
+matching read again (docs/reference.md#instruction-memory and #compaction).
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ class ToolContext:
     restrict_to_memdir: bool = False
     provenance: str = "agent"
     #: The team folder when it lives outside the memdir (``teamMemoryDirectory``): paths in
-    #: it count as memdir paths named ``team/…`` (SPEC §8).
+    #: it count as memdir paths named ``team/…`` (docs/reference.md#team-mode).
     team_dir: Path | None = None
     delegate: Callable[[Mapping[str, Any]], ToolResult] | None = None
 
