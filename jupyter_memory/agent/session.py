@@ -64,6 +64,7 @@ from jupyter_memory.context.assemble import (
 from jupyter_memory.context.pricing import CostLedger
 from jupyter_memory.context.request_parts import PartStore
 from jupyter_memory.context.sdk import ModelClient
+from jupyter_memory.memdir import trust_table
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.compaction.hook import CompactionHook
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from jupyter_memory.agent.session_notes import SessionNotes
     from jupyter_memory.agent.tools.base import ToolContext, ToolRegistry
     from jupyter_memory.context.instructions import InstructionSet
+    from jupyter_memory.memdir.gateway import Roots
     from jupyter_memory.memdir.location import MemoryLocation
     from jupyter_memory.memdir.store import MemoryStore
     from jupyter_memory.recall.prefetch import Prefetch
@@ -349,7 +351,7 @@ class Session:
     def reload(self) -> None:
         """Re-locate the memdir and re-read instruction files (session start, a replay
         that takes the recorded session id)."""
-        self.memory.reload(session_id=self.session_id,
+        self.memory.reload(session_id=self.session_id, notebook=self.notebook,
                            instruction_names=self.config.instruction_names,
                            maintain_index=self.config.maintain_index,
                            mark_provenance=self.config.provenance)
@@ -359,6 +361,7 @@ class Session:
         """One line for each thing left out because its folder is not trusted."""
         notes = [n for n in self.memory.location.notes
                  if "not trusted" in n or "outside the project" in n]
+        notes += self.memory.team_notices()
         notes += self.offered.notices
         hooks = self.lifecycle.skipped_notice()
         if hooks:
@@ -387,6 +390,16 @@ class Session:
             team = self.memory.team_dir  # a team folder just made: keep what was read
             self._tool_context.team_dir = (Path(os.path.realpath(team)) if team is not None
                                            else None)
+            self._tool_context.roots = self.tool_roots()
+
+    @property
+    def roots(self) -> Roots:
+        """The folders this session may reach (memdir/gateway.py), declared when it starts."""
+        return self.memory.roots
+
+    def tool_roots(self) -> Roots:
+        """What the file tools may reach (:meth:`MemoryContext.tool_roots`)."""
+        return self.memory.tool_roots()
 
     def context_pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
         """The instruction files and index of this session's ``messages[0]``."""
@@ -470,6 +483,7 @@ class Session:
                 instructions=(None if self.agent is not None and self.agent.omit_claude_md
                               else self.instructions),
                 permission=PermissionPolicy(mode=self.config.permission_mode),
+                roots=self.tool_roots(),
             )
         for key, value in kwargs.items():
             setattr(self._tool_context, key, value)
@@ -552,8 +566,7 @@ def _platform_name() -> str:
 
 def default_cwd(env: Mapping[str, str] | None = None) -> Path:
     """The folder a session starts in when no notebook path is known."""
-    env = os.environ if env is None else env
-    return Path(env.get("PWD") or os.getcwd())
+    return Path(trust_table.env("PWD", env) or os.getcwd())
 
 
 if TYPE_CHECKING:

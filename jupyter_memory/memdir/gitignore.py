@@ -10,9 +10,10 @@ byte for byte, only missing patterns are appended, and the file is replaced atom
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-from jupyter_memory.memdir.fsutil import LOCK_NAME, TEMP_SUFFIX, atomic_write
+from jupyter_memory.errors import InvalidPath
+from jupyter_memory.memdir.fsutil import LOCK_NAME, TEMP_SUFFIX
+from jupyter_memory.memdir.gateway import Root
 
 __all__ = ["GITIGNORE_NAME", "OWN_FILES", "ensure_ignored"]
 
@@ -22,25 +23,25 @@ OWN_FILES = (LOCK_NAME, f".*{TEMP_SUFFIX}")
 _COMMENT = "# jupyter-memory: the memory store's lock and unfinished writes stay local"
 
 
-def ensure_ignored(folder: Path, patterns: Sequence[str] = OWN_FILES) -> bool:
-    """Make ``folder/.gitignore`` list ``patterns``; True when the file was written.
+def ensure_ignored(root: Root, patterns: Sequence[str] = OWN_FILES) -> bool:
+    """Make the ``.gitignore`` of the folder ``root`` list ``patterns``; True when the file
+    was written.
 
     An existing file is never overwritten: what it holds stays as it is and the missing
     patterns are appended after it, under one comment line. A ``.gitignore`` that is a
-    symbolic link is left alone (nothing is written through a link).
+    symbolic link is left alone (nothing is read or written through a link).
     """
-    path = Path(folder) / GITIGNORE_NAME
-    if path.is_symlink():
-        return False
     try:
-        current = path.read_bytes()
+        current = root.read(GITIGNORE_NAME, follow=False, what="the folder's .gitignore")
     except FileNotFoundError:
         current = b""
+    except InvalidPath:  # a link (or a link on the way): not ours to change
+        return False
     present = {line.strip() for line in current.decode("utf-8", errors="replace").splitlines()}
     missing = [p for p in patterns if p not in present]
     if not missing:
         return False
     added = "\n".join([_COMMENT, *missing]) + "\n"
     glue = b"" if not current or current.endswith(b"\n") else b"\n"
-    atomic_write(path, current + glue + added.encode("utf-8"), follow_symlinks=False)
+    root.write(GITIGNORE_NAME, current + glue + added.encode("utf-8"))
     return True

@@ -13,6 +13,7 @@ from jupyter_memory.agent.definitions import load_agent
 from jupyter_memory.agent.session import Session
 from jupyter_memory.agent.tools import default_registry
 from jupyter_memory.context import prompts
+from jupyter_memory.memdir.trust import trust_folder
 
 AGENT = """\
 ---
@@ -29,6 +30,7 @@ def agent_session(project: Path, *, tools: str | None = "Read", memory: str = "p
     folder.mkdir(parents=True, exist_ok=True)
     line = "" if tools is None else f"tools: {tools}\n"
     (folder / "reviewer.md").write_text(AGENT.format(tools=line, memory=memory), encoding="utf-8")
+    trust_folder(project)  # a project's own agents run only in a trusted folder
     main = make_session(project)
     return main.child(load_agent(main.project_root, "reviewer", env=main.env))
 
