@@ -669,8 +669,10 @@ class ExtractionHook(TurnHook):
             first = {"role": "user", "content": [{"type": "text", "text": prompt}]}
 
             def body_for(fork: list[dict[str, Any]]) -> dict[str, Any]:
-                state = session.request_state([*request.messages, *fork])
-                return assemble(replace(state, tools=offered)).body
+                # The fork's own messages are a suffix: the breakpoint stays on the turn's
+                # last block, so what this call writes is what the next main call reads.
+                state = session.request_state(list(request.messages))
+                return assemble(replace(state, tools=offered, suffix=fork)).body
 
             try:
                 result = run_confined(

@@ -524,6 +524,7 @@ class Session:
             maintain_index=self.config.maintain_index,
             team_dir=None if team_dir is None else str(team_dir),
             team_index=self.memory.team_index_part() if self.recall_mode == "index" else None,
+            cache_ttl=self.config.cache_ttl,
         )
         if self.agent is None:
             return state

@@ -13,7 +13,9 @@ trusted. A folder is trusted when it, or a folder above it, is trusted in either
 
 Imports from outside the project and the config base are approved separately, as the
 reference does (``hasClaudeMdExternalIncludesApproved`` there; ``external_imports`` here).
-Setting ``JUPYTER_MEMORY_UNTRUSTED=1`` (bundle replay does) makes every folder untrusted.
+Setting ``JUPYTER_MEMORY_UNTRUSTED=1`` makes every folder untrusted. A bundle's replay
+kernel decides it once, at start-up (:func:`hold_untrusted`), so a cell of the replayed
+notebook that unsets the variable changes nothing our code decides.
 
 The core never asks anyone itself: a front end with a person at the keyboard registers a
 prompter with :func:`set_prompter`; without one (headless) nothing is trusted that is not
@@ -44,8 +46,10 @@ __all__ = [
     "TrustDecision",
     "TrustEntry",
     "approve_external_imports",
+    "ask_yes_no",
     "claude_config_file",
     "external_imports_approved",
+    "hold_untrusted",
     "how_to_trust",
     "is_trusted",
     "request_external_imports",
@@ -72,6 +76,7 @@ Prompter = Callable[[str], "bool | None"]
 _lock = threading.RLock()
 _prompter: Prompter | None = None
 _declined: set[tuple[str, str]] = set()  # (what, folder) answered no in this process
+_held = False  # every folder untrusted for the rest of this process (a replay kernel)
 
 
 @dataclass(frozen=True)
@@ -106,8 +111,24 @@ def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 def untrusted_env(env: Mapping[str, str] | None = None) -> bool:
-    """True when ``JUPYTER_MEMORY_UNTRUSTED`` asks for everything to be untrusted."""
-    return (trust_table.env(ENV_UNTRUSTED, _environ(env)) or "").strip().lower() in _TRUTHY
+    """True when everything is untrusted: this process holds it (:func:`hold_untrusted`),
+    or ``JUPYTER_MEMORY_UNTRUSTED`` asks for it."""
+    return _held or (trust_table.env(ENV_UNTRUSTED, _environ(env)) or "").strip().lower() in _TRUTHY
+
+
+def hold_untrusted() -> None:
+    """Treat every folder as untrusted for the rest of this process, whatever the
+    environment says later.
+
+    A bundle's replay kernel runs this at start-up, before the notebook's first cell: the
+    notebook is someone else's code, and a cell can unset ``JUPYTER_MEMORY_UNTRUSTED``,
+    so the decision is taken once, from outside, and not read again. (The cells themselves
+    run with the person's permissions whatever this says: it limits what our code does
+    with the folder's settings and imports, not what the notebook does.)
+    """
+    global _held
+    with _lock:
+        _held = True
 
 
 def trust_file(env: Mapping[str, str] | None = None) -> Path:
@@ -323,18 +344,28 @@ def set_prompter(prompter: Prompter | None) -> Prompter | None:
     return old
 
 
+def ask_yes_no(question: str) -> bool | None:
+    """Ask the person through the registered prompter: True for yes, False for no, None
+    when nobody can answer (headless, or the front end failed to ask)."""
+    with _lock:
+        prompter = _prompter
+    if prompter is None:
+        return None
+    try:
+        return prompter(question)
+    except Exception:  # a broken front end must not break the session
+        logging.getLogger("jupyter_memory").warning("The front end failed to ask: %r",
+                                                    question[:80], exc_info=True)
+        return None
+
+
 def _ask(kind: str, folder: Path, question: str, env: Mapping[str, str] | None) -> bool:
     if untrusted_env(env):
         return False
     with _lock:
-        prompter = _prompter
-        if prompter is None or (kind, str(folder)) in _declined:
+        if (kind, str(folder)) in _declined:
             return False
-    try:
-        answer = prompter(question)
-    except Exception:  # a broken front end must not break the session
-        logging.getLogger(__name__).info("asking the person failed", exc_info=True)
-        answer = None
+    answer = ask_yes_no(question)
     if answer is None:
         return False
     if not answer:

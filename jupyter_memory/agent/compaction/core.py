@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent import lifecycle
@@ -309,7 +309,7 @@ def _summarise(
     session: CompactingSession, history: list[dict[str, Any]], instructions: str | None,
     client: ModelClient | None,
 ) -> _Summary:
-    from jupyter_memory.context.assemble import digest
+    from jupyter_memory.context.assemble import assemble, digest
 
     if client is None:
         client = session.client()
@@ -320,7 +320,11 @@ def _summarise(
     attempt = 0
     while True:
         attempt += 1
-        body = session.assemble(([_DROPPED_NOTE] if dropped else []) + work + [prompt_msg]).body
+        # The summary request is a suffix: the breakpoint stays on the conversation's last
+        # block, whose prefix the turn just cached, and the request itself is written nowhere
+        # (the conversation is replaced after it, so nothing would read it again).
+        state = session.request_state(([_DROPPED_NOTE] if dropped else []) + work)
+        body = assemble(replace(state, suffix=[prompt_msg])).body
         body["max_tokens"] = summary_max_tokens(session)
         entry: dict[str, Any] = {"digest": digest(body), "messages": len(work),
                                  "dropped": dropped}

@@ -161,12 +161,16 @@ class Recording:
                 raise RecordingError(f"{path} is damaged: {key!r} is missing or not a {kind.__name__}.")
         return cls(path, data)
 
+    def dumps(self) -> str:
+        """The file's text, as :meth:`save` writes it."""
+        with self._lock:
+            return json.dumps(self.data, ensure_ascii=False, indent=1) + "\n"
+
     def save(self) -> None:
         """Write the file atomically (mode 0600: it holds the whole conversation)."""
-        with self._lock:
-            text = json.dumps(self.data, ensure_ascii=False, indent=1)
+        text = self.dumps()
         try:
-            person_root(self.path).write(self.path, text + "\n", mode=0o600)
+            person_root(self.path).write(self.path, text, mode=0o600)
         except (OSError, InvalidPath) as exc:
             raise RecordingError(f"Could not save the recording to {self.path}: {exc}") from exc
 
