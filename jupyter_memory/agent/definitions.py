@@ -3,8 +3,9 @@
 An agent is a markdown file in ``.claude/agents/`` (the project's, then the user's
 ``<base>/agents/``) in the reference's format: YAML frontmatter with ``name``,
 ``description``, ``tools`` (comma-separated or a list; all tools when absent), ``model``
-(an id, or ``inherit``) and ``memory: user | project | local``; the body is the agent's
-system prompt. With ``memory`` set and auto memory on, the agent gets its own memdir:
+(an id, ``sonnet``, ``opus``, ``haiku``, or ``inherit``), ``memory: user | project |
+local`` and ``omitClaudeMd: true`` (no instruction files); the body is the agent's system
+prompt. With ``memory`` set and auto memory on, the agent gets its own memdir:
 
 ==========  ===========================================
 ``user``    ``<base>/agent-memory/<name>/``
@@ -12,14 +13,16 @@ system prompt. With ``memory`` set and auto memory on, the agent gets its own me
 ``local``   ``<project>/.claude/agent-memory-local/<name>/``
 ==========  ===========================================
 
-Its system prompt then carries the memory rules for that folder and the folder's
-``MEMORY.md`` (200 lines / 25,000 characters), and Read, Write and Edit are added to its
-tools so it can keep that memory. An agent does not see the main memdir or the team
-folder: what it knows it learned in its own runs.
+Its system prompt then carries the rules of an agent's own memory (what recurs in this
+project's code, debugging and design, not the main memory's rules) for that folder and the
+folder's ``MEMORY.md`` (200 lines / 25,000 characters), and Read, Write and Edit are added
+to its tools so it can keep that memory. An agent does not see the main memdir or the
+team folder: what it knows it learned in its own runs.
 
 ``session.child(definition)`` (agent/session.py) makes the session that runs as an agent:
 it shares its parent's model endpoint, background runner and cost ledger, and has its own
-conversation, prompt, tools, model and memory (``agent/memory_context.AgentMemory``).
+conversation, prompt, tools, model and memory (``agent/memory_context.AgentMemory``). The
+main agent delegates to the agents :func:`offered_agents` lists (agent/delegation.py).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.agent.config import AgentConfig
+from jupyter_memory.context.models import resolve_model
 from jupyter_memory.errors import ConfigError, MemoryNotFound
 from jupyter_memory.memdir import frontmatter, trust_table
 from jupyter_memory.memdir.basedir import config_base
@@ -40,10 +44,14 @@ from jupyter_memory.memdir.scopes import AGENT_SCOPES, check_agent_name, scope_d
 from jupyter_memory.memdir.trust import how_to_trust, is_trusted
 from jupyter_memory.memdir.trust_table import PROJECT, USER
 
-__all__ = ["MEMORY_TOOLS", "AgentDefinition", "find_agents", "load_agent"]
+__all__ = ["MEMORY_TOOLS", "AgentDefinition", "OfferedAgents", "find_agents", "load_agent",
+           "offered_agents"]
 
 #: Tools an agent with memory always gets, so it can keep its memory folder.
 MEMORY_TOOLS = ("Read", "Write", "Edit")
+#: The reference's names of its delegation tool: a delegated agent cannot delegate further,
+#: so a definition that lists one gets no such tool.
+DELEGATION_TOOL_NAMES = ("Agent", "Task")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
@@ -59,6 +67,8 @@ class AgentDefinition:
     tools: tuple[str, ...] | None = None
     model: str | None = None
     memory: str | None = None
+    #: ``omitClaudeMd: true``: the agent gets no instruction files (``CLAUDE.md`` and rules).
+    omit_claude_md: bool = False
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
     def memory_dir(self, project_root: Path, env: Mapping[str, str] | None = None) -> Path | None:
@@ -83,14 +93,18 @@ class AgentDefinition:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "path": str(self.path),
                 "scope": self.scope, "tools": None if self.tools is None else list(self.tools),
-                "model": self.model, "memory": self.memory, "warnings": list(self.warnings)}
+                "model": self.model, "memory": self.memory,
+                "omit_claude_md": self.omit_claude_md, "warnings": list(self.warnings)}
 
-    def config_for(self, base: AgentConfig) -> AgentConfig:
-        """``base`` with this agent's model; index recall and no background extraction,
-        because the agent keeps its own memory itself, as in the reference."""
-        overrides: dict[str, Any] = {"extraction": False, "recall_mode": "index"}
-        if self.model and self.model != "inherit":
-            overrides["model"] = self.model
+    def config_for(self, base: AgentConfig, *, delegated: bool = False) -> AgentConfig:
+        """``base`` with this agent's model (``inherit`` keeps ``base``'s; ``sonnet``, ``opus``
+        and ``haiku`` name their family's model); index recall and no background
+        extraction, because the agent keeps its own memory itself, as in the reference. A
+        ``delegated`` run answers one task, so it keeps no session notes either."""
+        overrides: dict[str, Any] = {"extraction": False, "recall_mode": "index",
+                                     "model": resolve_model(self.model, base.model)}
+        if delegated:
+            overrides["session_memory"] = False
         return replace(base, **overrides)
 
 
@@ -103,10 +117,26 @@ def _tools(value: Any, where: Path) -> tuple[tuple[str, ...] | None, list[str]]:
     from jupyter_memory.agent.tools import default_registry
 
     known = set(default_registry().names())
-    unknown = [n for n in names if n not in known]
+    nested = [n for n in names if n in DELEGATION_TOOL_NAMES]
+    unknown = [n for n in names if n not in known and n not in DELEGATION_TOOL_NAMES]
     notes = [f"{where}: tool(s) {', '.join(unknown)} have no counterpart in jupyter-memory and "
              f"were left out (known: {', '.join(sorted(known))})."] if unknown else []
+    if nested:
+        notes.append(f"{where}: {', '.join(nested)} was left out: an agent cannot hand work "
+                     "to another agent; only the main agent delegates.")
     return tuple(n for n in names if n in known), notes
+
+
+def _flag(value: Any, key: str, where: Path) -> bool:
+    """A yes/no field of the frontmatter (``omitClaudeMd: true``)."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    word = str(value).strip().lower()
+    if word in ("true", "yes", "on"):
+        return True
+    if word in ("false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{where}: {key}: {value!r} is not true or false.")
 
 
 def parse_agent(path: Path, scope: str, root: Root | None = None) -> AgentDefinition:
@@ -139,6 +169,8 @@ def parse_agent(path: Path, scope: str, root: Root | None = None) -> AgentDefini
         tools=tools,
         model=None if model in (None, "") else str(model).strip(),
         memory=memory,
+        omit_claude_md=_flag(trust_table.value("omitClaudeMd", doc.fields, origin),
+                             "omitClaudeMd", path),
         warnings=tuple(notes),
     )
 
@@ -188,6 +220,36 @@ def find_agents(project_root: Path, env: Mapping[str, str] | None = None) -> lis
             for agent in _definitions(scope, folder, root):
                 found.setdefault(agent.name, agent)
     return list(found.values())
+
+
+@dataclass(frozen=True)
+class OfferedAgents:
+    """The agents a session may delegate to, and why others were left out."""
+
+    agents: tuple[AgentDefinition, ...] = ()
+    #: One line per folder whose agents were left out (not trusted).
+    notices: tuple[str, ...] = ()
+
+
+def offered_agents(project_root: Path, env: Mapping[str, str] | None = None) -> OfferedAgents:
+    """The agents the main agent may delegate to: those :func:`find_agents` offers (the
+    person's own always, the project's only when the folder is trusted: the trust table's
+    ``agent definition`` row), with a notice naming the project's agents left out.
+
+    A folder the person has not trusted (a clone, an unpacked bundle) offers none of its
+    own; their names do not even reach the model.
+    """
+    offered = tuple(find_agents(project_root, env))
+    why = _refused("project", project_root, env)
+    if why is None:
+        return OfferedAgents(offered)
+    scope, folder, root = _folder_roots(project_root, env)[0]
+    left = sorted({a.name for a in _definitions(scope, folder, root)})
+    if not left:
+        return OfferedAgents(offered)
+    note = (f"The project's agents ({', '.join(left)}) are not offered for delegation: "
+            f"{why}. {how_to_trust(find_project_root(Path(project_root)))}")
+    return OfferedAgents(offered, (note,))
 
 
 def load_agent(project_root: Path, name: str, env: Mapping[str, str] | None = None) -> AgentDefinition:

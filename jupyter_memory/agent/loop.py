@@ -8,6 +8,10 @@ model is rolled back so the cell can simply be run again. A turn that fails says
 the error classes of ``errors.py`` (``TurnResult.failure``): a model or transport error, a
 refusal meant for the person, or an internal error whose traceback went to the log.
 
+A call of the Agent tool runs a turn of a delegated agent inside this one (``_delegate``,
+``agent/delegation.py``): a child session, the task as its first message, its final
+message as the tool result, and what it did in this turn's record (``delegations``).
+
 The session's background work (prefetch, extraction, session notes) runs in threads live;
 when it is synchronous (record, replay) the loop runs it at three points, so two runs do
 the same thing at the same moment: right after the prefetch starts, after the call hooks
@@ -21,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from jupyter_memory.agent.delegation import DelegatedRun, DelegationRequest, child_permission
+from jupyter_memory.agent.delegation import agent_id as delegated_agent_id
 from jupyter_memory.agent.failures import as_failure, is_model_failure, model_failure
 from jupyter_memory.agent.hooks import collect, dispatch
 from jupyter_memory.agent.session import Session
@@ -34,7 +40,7 @@ from jupyter_memory.memdir.clock import now_iso
 if TYPE_CHECKING:
     from anthropic.types import Message
 
-    from jupyter_memory.agent.tools.base import ToolContext
+    from jupyter_memory.agent.tools.base import ToolContext, ToolResult
     from jupyter_memory.recall.prefetch import Prefetch
 
 log = logging.getLogger(__name__)
@@ -129,6 +135,9 @@ class TurnState:
         self.memories_written: list[str] = []
         self.prefetch: Prefetch | None = None
         self.extra: dict[str, Any] = {}
+        self.delegations: list[DelegatedRun] = []
+        #: The id of the tool call running now (a delegation notes which call it answers).
+        self.tool_use_id: str | None = None
 
     def add(self, message: dict[str, Any]) -> dict[str, Any]:
         """Append ``message`` to the conversation as part of this turn."""
@@ -172,14 +181,28 @@ def run_turn(
     preamble: list[str] | None = None,
 ) -> TurnResult:
     """Run one turn of the agent for ``prompt`` and return its answer and record."""
+    return _run_turn(session, prompt, client=client, events=events, preamble=preamble)[1]
+
+
+def _run_turn(
+    session: Session,
+    prompt: str,
+    *,
+    client: ModelClient | None = None,
+    events: TurnEvents | None = None,
+    preamble: list[str] | None = None,
+) -> tuple[TurnState, TurnResult]:
+    """:func:`run_turn`, also handing back the turn's state (what a delegation reads)."""
     events = events or TurnEvents()
     if not prompt.strip():
         raise JupyterMemoryError("The prompt is empty: write what you want the agent to do.")
     if client is None:
         client = session.client()
     turn = TurnState(session, prompt, events, client)
-    ctx = session.tool_context(on_activate=lambda files: turn.activated.extend(
-        session.instructions.render_block(f) for f in files))
+    ctx = session.tool_context(
+        on_activate=lambda files: turn.activated.extend(
+            session.instructions.render_block(f) for f in files),
+        delegate=(lambda data: _delegate(turn, data)) if session.offered.agents else None)
     turn.memories_before = set(ctx.written_memdir_files)
     turn.add(user_message(prompt, preamble))
     status, failure = "max_turns", None
@@ -214,6 +237,7 @@ def run_turn(
     except Exception as exc:  # keep the kernel alive; say what kind of failure it was
         status, failure = "error", as_failure(exc, "while running the turn")
         _close_after_error(turn)
+    ctx.delegate = None  # the Agent tool hands work over only during a turn
     error = str(failure) if failure is not None else (
         INTERRUPTED if status == "interrupted" else None)
     conversation = session.conversation
@@ -235,7 +259,7 @@ def run_turn(
     runner.settle()  # synchronous: extraction and session notes, when the turn has ended
     log.debug("turn %d of session %s: %s after %d model call(s)", conversation.turn_count,
               session.session_id, status, len(turn.requests))
-    return result
+    return turn, result
 
 
 INTERRUPTED = "Interrupted by the person; the conversation was kept consistent."
@@ -288,7 +312,7 @@ def _call_model(turn: TurnState, client: ModelClient, round_index: int) -> Messa
     finally:  # worked out once the request is on its way, not before it leaves
         entry.update(digest=digest(body), breakpoints=count_breakpoints(body))
     turn.got_response = True
-    session.cost_ledger.charge("main", message, str(body.get("model") or ""))
+    session.cost_ledger.charge(session.call_kind, message, str(body.get("model") or ""))
     usage = Usage.from_api(message.usage)
     turn.usage = turn.usage + usage
     session.conversation.last_usage = usage
@@ -302,6 +326,7 @@ def _run_tools(turn: TurnState, tool_uses: list[dict[str, Any]], ctx: ToolContex
     try:
         for use in tool_uses:
             turn.events.on_tool_start(use)
+            turn.tool_use_id = use["id"]
             result = session.tools.run(use["name"], use.get("input") or {}, ctx)
             turn.events.on_tool_end(use, result)
             results.append({"type": "tool_result", "tool_use_id": use["id"],
@@ -316,6 +341,47 @@ def _run_tools(turn: TurnState, tool_uses: list[dict[str, Any]], ctx: ToolContex
         extra = [{"type": "text", "text": prompts.system_reminder(t)} for t in turn.activated]
         turn.added[-1]["content"].extend(extra)
         turn.activated.clear()
+
+
+def _delegate(turn: TurnState, data: Any) -> ToolResult:
+    """Run the task of an Agent tool call with the agent it names, as a child session.
+
+    The child starts from its own context (the task, the instruction files that apply,
+    its own memory) and shares the endpoint, so record and replay cover its calls. Its
+    questions to the person go through the main agent's permission policy, marked with
+    its name. A stop pressed while it works stops the main turn too.
+    """
+    session = turn.session
+    request = DelegationRequest.from_input(data)
+    definition = next(a for a in session.offered.agents if a.name == request.agent)
+    index = len(turn.delegations) + 1
+    child = session.child(definition, delegated_id=delegated_agent_id(
+        session.session_id, session.conversation.turn_count + 1, index))
+    session.delegated[definition.name] = child
+    parent_ctx = session.tool_context()
+    child.tool_context(namespace=parent_ctx.namespace,
+                       permission=child_permission(parent_ctx.permission, definition.name))
+    run = DelegatedRun(definition.name, child.delegated_id or "", request.description,
+                       request.prompt, child.config.model, tool_use_id=turn.tool_use_id,
+                       memdir=None if child.memdir is None else str(child.memdir))
+    turn.delegations.append(run)
+    events = turn.events
+    turn.events.on_status(f"Delegated to {definition.name}: {request.description}")
+    done, result = _run_turn(child, request.prompt, client=turn.client, events=TurnEvents(
+        on_tool_start=lambda use: events.on_status(
+            f"{definition.name} uses {use.get('name', '?')}"),
+        on_notice=events.on_notice))
+    run.status, run.error = result.status, result.error
+    final = done.added[-1] if done.added else {}
+    run.answer = _text_of(final.get("content") or []) if final.get("role") == "assistant" else ""
+    run.tool_calls = done.tool_calls
+    run.usage = done.usage.to_json()
+    run.requests = done.requests
+    run.memories_written = done.memories_written
+    run.transcript = None if child.log is None else str(child.log.path)
+    if result.status == "interrupted":
+        raise KeyboardInterrupt
+    return run.result()
 
 
 #: Stands in for a reply with no content: the API refuses an empty assistant message later.
@@ -415,7 +481,15 @@ def build_record(turn: TurnState, answer: str, status: str,
     session = turn.session
     rep = session.context_report()
     data = rep.to_json()
-    requests, parts = _compact_requests(session, turn.requests, status)
+    # The delegated runs' requests share this record's parts: one store, one keep rule.
+    theirs = [r for run in turn.delegations for r in run.requests]
+    requests, parts = _compact_requests(session, [*turn.requests, *theirs], status)
+    requests, rest = requests[:len(turn.requests)], requests[len(turn.requests):]
+    delegations = []
+    for run in turn.delegations:
+        count = len(run.requests)
+        delegations.append(run.to_json(rest[:count]))
+        rest = rest[count:]
     # the main agent's own rounds are the record's requests; every other call goes here
     # (a failed turn's record may never be saved: the next record carries them again)
     kept = status != "error"
@@ -450,5 +524,6 @@ def build_record(turn: TurnState, answer: str, status: str,
         "memories_written": [{"file": f, "by": "agent"} for f in turn.memories_written],
         "events": turn.events_log,
         "background": [],
+        **({"delegations": delegations} if delegations else {}),
         **(fields or {}),
     }

@@ -59,7 +59,6 @@ class MemoryContext:
                maintain_index: bool = False, mark_provenance: bool = True) -> None:
         """Locate the memdir and read the instruction files (session start, compaction, a
         replay that takes the recorded session id)."""
-        from jupyter_memory.context.instructions import load_instructions
         from jupyter_memory.memdir.location import locate
         from jupyter_memory.memdir.team import find as find_team
 
@@ -76,19 +75,27 @@ class MemoryContext:
             register(Path(self._location.memdir), Path(self._team.folder))
         self._store = None
         self.roots = self.declare_roots()
-        self._instructions = load_instructions(
-            self.cwd, project_root=self._location.project_root, env=self.env,
-            extra_names=instruction_names)
-        skipped = self._instructions.skipped_imports
+        self._instructions = self._load_instructions(instruction_names)
+        self.forget_snapshot()
+
+    def _load_instructions(self, instruction_names: tuple[str, ...]) -> InstructionSet:
+        """The instruction files that apply here, asking (when a front end can) before
+        imports from outside the project are read."""
+        from jupyter_memory.context.instructions import load_instructions
+
+        root = self._location.project_root
+        loaded = load_instructions(self.cwd, project_root=root, env=self.env,
+                                   extra_names=instruction_names)
+        skipped = loaded.skipped_imports
         if skipped:
             from jupyter_memory.memdir.trust import request_external_imports
 
             files = sorted({str(target) for _, target in skipped})
-            if request_external_imports(self._location.project_root, files, self.env).trusted:
-                self._instructions = load_instructions(
-                    self.cwd, project_root=self._location.project_root, env=self.env,
-                    extra_names=instruction_names, external_imports=True)
-        self.forget_snapshot()
+            if request_external_imports(root, files, self.env).trusted:
+                loaded = load_instructions(self.cwd, project_root=root, env=self.env,
+                                           extra_names=instruction_names,
+                                           external_imports=True)
+        return loaded
 
     def declare_roots(self) -> Roots:
         """The folders this session may reach, each resolved once (memdir/gateway.py).
@@ -282,12 +289,22 @@ class MemoryContext:
 
 class AgentMemory(MemoryContext):
     """The memory of a session that runs as a defined agent: the agent's own folder for its
-    ``memory:`` scope (docs/reference.md#agent-memory), no team folder, and a store that keeps its index."""
+    ``memory:`` scope (docs/reference.md#agent-memory), no team folder, and a store that
+    keeps its index. Like a subagent of the reference it gets the instruction files that
+    apply, unless its definition says ``omitClaudeMd: true``; never the main session's
+    memory (docs/reference.md#delegation)."""
 
     def __init__(self, cwd: Path, env: Mapping[str, str] | None,
                  definition: AgentDefinition) -> None:
         super().__init__(cwd, env)
         self.definition = definition
+
+    def _load_instructions(self, instruction_names: tuple[str, ...]) -> InstructionSet:
+        if not self.definition.omit_claude_md:
+            return super()._load_instructions(instruction_names)
+        from jupyter_memory.context.instructions import InstructionSet
+
+        return InstructionSet(self.cwd, self.project_root)  # none, and none to activate
 
     @property
     def memdir(self) -> Path | None:
@@ -311,11 +328,13 @@ class AgentMemory(MemoryContext):
         if memdir is None:
             return None
         if self._store is None:
+            from jupyter_memory.memdir.scopes import committed
             from jupyter_memory.memdir.store import MemoryStore
 
             self._store = MemoryStore(memdir, session_id=self._session_id,
                                       provenance_default="agent", maintain_index=True,
-                                      mark_provenance=self._mark_provenance)
+                                      mark_provenance=self._mark_provenance,
+                                      ignore_own_files=committed(self.definition.memory))
         return self._store
 
     def refresh(self) -> bool:

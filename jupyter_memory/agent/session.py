@@ -13,7 +13,10 @@ it from outside:
 - the services that act at the moments of a turn, built by ``agent/services.py``: the
   JSONL ``log``, ``extraction``, ``lifecycle``, ``notes``, the ``compactor`` and the
   ``cost_section``; ``hooks`` runs them in that order, then the endpoint's, then any
-  added with ``hooks.append``.
+  added with ``hooks.append``;
+- ``offered``: the defined agents the main agent may delegate to, fixed when the session
+  starts (``agent/delegation.py``), and ``delegated``: the child session of each agent's
+  latest delegated run (``%context --agent NAME`` shows its request).
 
 The session turns all of it into a ``RequestState`` for ``context.assemble``. It imports
 nothing from IPython, so the CLI and tests use it too.
@@ -43,6 +46,7 @@ from jupyter_memory.agent.config import (
     user_settings,
 )
 from jupyter_memory.agent.conversation import Conversation
+from jupyter_memory.agent.definitions import AgentDefinition, OfferedAgents, offered_agents
 from jupyter_memory.agent.endpoint import LiveEndpoint, ModelEndpoint
 from jupyter_memory.agent.hooks import TurnHook, TurnHooks
 from jupyter_memory.agent.memory_context import AgentMemory, MemoryContext
@@ -66,7 +70,6 @@ from jupyter_memory.memdir import trust_table
 if TYPE_CHECKING:
     from jupyter_memory.agent.compaction.hook import CompactionHook
     from jupyter_memory.agent.cost import CostInRecord
-    from jupyter_memory.agent.definitions import AgentDefinition
     from jupyter_memory.agent.extraction import ExtractionHook
     from jupyter_memory.agent.host import SessionHost
     from jupyter_memory.agent.lifecycle import Lifecycle
@@ -129,6 +132,8 @@ class Session:
         "conversation",
         "cost_section",
         "cwd",
+        "delegated",
+        "delegated_id",
         "env",
         "extraction",
         "hooks",
@@ -138,6 +143,7 @@ class Session:
         "memory",
         "notebook",
         "notes",
+        "offered",
         "parent",
         "parts",
         "recall_failures_told",
@@ -159,6 +165,12 @@ class Session:
     #: The defined agent this session runs as (a child session), or None.
     agent: AgentDefinition | None
     parent: Session | None
+    #: The agent id of a session that runs one delegated task (its sidechain log's name).
+    delegated_id: str | None
+    #: The agents this session's Agent tool offers (none for a child: no nested delegation).
+    offered: OfferedAgents
+    #: The child session of each agent's latest delegated run, by agent name.
+    delegated: dict[str, Session]
     conversation: Conversation
     memory: MemoryContext
     shared: SharedServices
@@ -192,6 +204,7 @@ class Session:
         shared: SharedServices | None = None,
         agent: AgentDefinition | None = None,
         parent: Session | None = None,
+        delegated_id: str | None = None,
     ) -> None:
         self.cwd = Path(cwd).expanduser().resolve()
         self.env = env
@@ -202,6 +215,8 @@ class Session:
         self.recall_override = None
         self.agent = agent
         self.parent = parent
+        self.delegated_id = delegated_id
+        self.delegated = {}
         self.conversation = Conversation()
         self.memory = (AgentMemory(self.cwd, env, agent) if agent is not None
                        else MemoryContext(self.cwd, env))
@@ -221,19 +236,28 @@ class Session:
         self.notes = services.notes
         self.compactor = services.compactor
         self.cost_section = services.cost_section
+        if delegated_id is not None:  # a delegated run logs as a sidechain of its parent's
+            parent_log = parent.log if parent is not None else None
+            self.log = (parent_log.sidechain(delegated_id, self) if parent_log is not None
+                        else None)
         self.hooks = TurnHooks(self._service_hooks)
         self.reload()
+        self.offered = (offered_agents(self.project_root, env) if parent is None
+                        else OfferedAgents())
 
     def _service_hooks(self) -> Iterator[TurnHook]:
         if self.log is not None:
             yield self.log
+        if self.delegated_id is not None:  # one task inside its parent's turn: no session
+            yield self.compactor           # start or stop, notes, extraction or cost section
+            return
         yield from (self.extraction, self.lifecycle, self.notes, self.compactor,
                     self.cost_section)
         if self.parent is None:  # a recording notes its session's turns; a child's calls
             yield from self.shared.endpoint.turn_hooks()  # go through it all the same
 
     def child(self, definition: AgentDefinition, *, config: AgentConfig | None = None,
-              session_id: str | None = None) -> Session:
+              session_id: str | None = None, delegated_id: str | None = None) -> Session:
         """A session that runs as ``definition`` (``.claude/agents/NAME.md``).
 
         It shares this session's model endpoint, background runner and cost ledger, so
@@ -241,12 +265,27 @@ class Session:
         conversation, prompt, tools, model (the agent's, else ``config``'s, by default
         this session's) and memory (docs/reference.md#agent-memory). Its id derives from this session's, so a
         replayed notebook (which restores that id) gives the child the recorded one.
+
+        With ``delegated_id`` it runs one task the main agent handed over (the Agent tool):
+        it keeps this session's id, as the reference's subagents do, logs as a sidechain
+        named by that agent id, and takes part in no session events of its own.
         """
         base = config if config is not None else self.config
+        if delegated_id is not None:
+            return Session(self.cwd, definition.config_for(base, delegated=True), self.env,
+                           notebook=self.notebook, session_id=self.session_id,
+                           shared=self.shared, agent=definition, parent=self,
+                           delegated_id=delegated_id)
         derived = uuid.uuid5(uuid.NAMESPACE_URL, f"{self.session_id}/agent/{definition.name}")
         return Session(self.cwd, definition.config_for(base), self.env, notebook=self.notebook,
                        session_id=session_id or str(derived), shared=self.shared,
                        agent=definition, parent=self)
+
+    @property
+    def call_kind(self) -> str:
+        """How the cost ledger counts this session's own model calls: ``delegated`` for a
+        delegated run, else ``main``."""
+        return "delegated" if self.delegated_id is not None else "main"
 
     # ------------------------------------------------------------------ shared services
 
@@ -332,6 +371,7 @@ class Session:
         notes = [n for n in self.memory.location.notes
                  if "not trusted" in n or "outside the project" in n]
         notes += self.memory.team_notices()
+        notes += self.offered.notices
         hooks = self.lifecycle.skipped_notice()
         if hooks:
             notes.append(hooks)
@@ -418,11 +458,12 @@ class Session:
 
     @property
     def tools(self) -> ToolRegistry:
-        """Every tool, or the ones a defined agent lists (with the tools that keep its
-        memory when it has one)."""
+        """Every tool, and the Agent tool when this session offers agents to delegate to;
+        for a defined agent, the tools it lists (with the tools that keep its memory when
+        it has one), never the Agent tool."""
         if self._registry is None:
             from jupyter_memory.agent.definitions import MEMORY_TOOLS
-            from jupyter_memory.agent.tools import default_registry
+            from jupyter_memory.agent.tools import ToolRegistry, default_registry, default_tools
 
             registry = default_registry()
             wanted = self.agent.tools if self.agent is not None else None
@@ -431,6 +472,10 @@ class Session:
                 if self.memdir is not None:
                     names.update(MEMORY_TOOLS)
                 registry = registry.subset(names)
+            elif self.agent is None and self.offered.agents:
+                from jupyter_memory.agent.delegation import agent_tool
+
+                registry = ToolRegistry([*default_tools(), agent_tool(self.offered.agents)])
             self._registry = registry
         return self._registry
 
@@ -444,7 +489,8 @@ class Session:
                 memdir=self.memdir,
                 store=self.store,
                 team_dir=self.team_dir,
-                instructions=self.instructions,
+                instructions=(None if self.agent is not None and self.agent.omit_claude_md
+                              else self.instructions),
                 permission=PermissionPolicy(mode=self.config.permission_mode),
                 roots=self.tool_roots(),
             )
@@ -464,7 +510,10 @@ class Session:
         )
 
     def today(self) -> str:
-        return self.today_override or _dt.date.today().isoformat()
+        """The date requests carry: a replay's recorded one, a child's parent's, or today."""
+        if self.today_override:
+            return self.today_override
+        return self.parent.today() if self.parent is not None else _dt.date.today().isoformat()
 
     def request_state(self, messages: list[dict[str, Any]] | None = None) -> RequestState:
         memdir = self.memdir
@@ -489,7 +538,7 @@ class Session:
         if self.agent is None:
             return state
         return replace(state, agent_prompt=self.agent.prompt or self.agent.description,
-                       agent_name=self.agent.name)
+                       agent_name=self.agent.name, agent_memory_scope=self.agent.memory)
 
     def assemble(self, messages: list[dict[str, Any]] | None = None) -> AssembledRequest:
         return assemble(self.request_state(messages))

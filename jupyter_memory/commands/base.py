@@ -903,7 +903,7 @@ class CommandContext(Generic[A]):
 
     def store_for(self, scope: str = "memdir", agent: str | None = None) -> MemoryStore:
         """The store of a ``--scope``: the project's memory, the team folder or an agent's."""
-        from jupyter_memory.memdir.scopes import DEFAULT_AGENT, scope_root
+        from jupyter_memory.memdir.scopes import DEFAULT_AGENT, committed, scope_root
         from jupyter_memory.memdir.store import MemoryStore
 
         base = self.project_store()
@@ -915,7 +915,8 @@ class CommandContext(Generic[A]):
         if key not in self._stores:
             root = scope_root(scope, memdir=base.memdir, project_root=self.location.project_root,
                               agent=agent or DEFAULT_AGENT, env=self.env)
-            self._stores[key] = MemoryStore(root.path, maintain_index=True, root=root)
+            self._stores[key] = MemoryStore(root.path, maintain_index=True, root=root,
+                                            ignore_own_files=committed(scope))
         store: MemoryStore = self._stores[key]
         return store
 

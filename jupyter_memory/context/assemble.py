@@ -79,6 +79,8 @@ class RequestState:
     #: and the agent's memory index moves into the system prompt (docs/reference.md#agent-memory).
     agent_prompt: str | None = None
     agent_name: str | None = None
+    #: The agent's ``memory:`` scope (user, project, local), which its memory rules name.
+    agent_memory_scope: str | None = None
     #: The lifetime of the entries the breakpoints write (:data:`CACHE_TTLS`).
     cache_ttl: str = "5m"
     #: A side call's own messages after the conversation (the extraction fork's instruction
@@ -155,7 +157,15 @@ def _agent_index_text(state: RequestState) -> str | None:
     return prompts.agent_index_block(state.memdir, state.index.text, state.index.warning)
 
 
+def _tool_names(state: RequestState) -> list[str]:
+    return [str(tool.get("name")) for tool in state.tools]
+
+
 def _session_text(state: RequestState) -> str:
+    if state.agent_prompt is not None:
+        return prompts.agent_session_prompt(
+            state.environment, memdir=state.memdir, name=state.agent_name or "agent",
+            scope=state.agent_memory_scope, tools=_tool_names(state))
     return prompts.session_system_prompt(
         state.environment,
         memdir=state.memdir,
@@ -172,7 +182,8 @@ def _team_index_shown(state: RequestState) -> bool:
 
 def _system_blocks(state: RequestState) -> list[dict[str, Any]]:
     identity = (prompts.static_system_prompt() if state.agent_prompt is None
-                else prompts.agent_system_prompt(state.agent_name or "agent", state.agent_prompt))
+                else prompts.agent_system_prompt(state.agent_name or "agent", state.agent_prompt,
+                                                 _tool_names(state)))
     static: dict[str, Any] = {"type": "text", "text": identity}
     agent_index = _agent_index_text(state)
     text = _session_text(state)

@@ -14,8 +14,15 @@ from jupyter_memory.memdir import trust_table
 
 #: The Sonnet model this project uses by default.
 DEFAULT_SONNET = "claude-sonnet-5-5"
+#: The Opus and Haiku models an agent definition's ``model: opus`` / ``haiku`` stands for.
+DEFAULT_OPUS = "claude-opus-5-5"
+DEFAULT_HAIKU = "claude-haiku-4-5"
 #: The main model, unless ``JUPYTER_MEMORY_MODEL`` or ``Agent.model`` names another.
 DEFAULT_MODEL = DEFAULT_SONNET
+#: The family names an agent definition's ``model:`` may give instead of an id, as in the
+#: reference; ``inherit`` (or no ``model:``) takes the model of the session it runs from.
+MODEL_ALIASES = {"sonnet": DEFAULT_SONNET, "opus": DEFAULT_OPUS, "haiku": DEFAULT_HAIKU}
+INHERIT = "inherit"
 #: The model of the side calls (``Agent.small_model``): the recall selector and the session
 #: notes. A Sonnet model, because the reference's selector is one: its source asks "Sonnet
 #: to select the most relevant" memories. ``JUPYTER_MEMORY_SMALL_MODEL`` (or
@@ -111,6 +118,16 @@ def unknown_model_note(name: str) -> str | None:
             f"window and {info.max_output_tokens:,} output tokens. Known models (a dated id "
             f"finds its family): {', '.join(known_models())}. Check the model name "
             "(JUPYTER_MEMORY_MODEL, %config Agent.model, or --model).")
+
+
+def resolve_model(name: str | None, inherited: str) -> str:
+    """The model id an agent definition's ``model:`` names: ``inherited`` (the model of the
+    session it runs from) for ``inherit`` or none, the family's id for ``sonnet``,
+    ``opus`` or ``haiku`` (any case), else the id as written."""
+    given = (name or "").strip()
+    if not given or given.lower() == INHERIT:
+        return inherited
+    return MODEL_ALIASES.get(given.lower(), given)
 
 
 def default_model(env: Mapping[str, str] | None = None) -> str:

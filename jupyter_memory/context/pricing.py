@@ -43,9 +43,10 @@ CACHE_READ_FACTOR = 0.1
 #: Message ids of the local scripted server start with this (see ``localapi.server``).
 SIMULATED_ID_PREFIX = "msg_fake_"
 #: The kinds of model call, in the order reports list them.
-KINDS = ("main", "selector", "extraction", "remember", "summary", "notes")
+KINDS = ("main", "delegated", "selector", "extraction", "remember", "summary", "notes")
 KIND_LABELS = {
     "main": "main turns",
+    "delegated": "delegated agents",
     "selector": "recall selector",
     "extraction": "extraction fork",
     "remember": "%%remember",

@@ -163,7 +163,10 @@ class MagicCommandContext(CommandContext[Any]):
     def request_session(self, *, model: str | None = None, mode: str | None = None,
                         agent: str | None = None) -> Any:
         if agent:
-            return self.magics.agent.agent_session(agent)
+            # The request of the agent's latest delegated run, once the main agent handed
+            # it a task; before that, the one a %%agent --agent NAME cell would send.
+            delegated = self.session.delegated.get(agent)
+            return delegated if delegated is not None else self.magics.agent.agent_session(agent)
         return self.session
 
     def file_with_model(self, store: Any, body: str, *, today: _dt.date, name: str | None,

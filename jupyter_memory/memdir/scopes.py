@@ -35,6 +35,7 @@ __all__ = [
     "WRITE_SCOPES",
     "check_agent_name",
     "check_team_type",
+    "committed",
     "default_scope",
     "scope_dir",
     "scope_of",
@@ -105,6 +106,13 @@ def check_agent_name(agent: object) -> str:
             "<base>/agents/, never by path."
         )
     return agent
+
+
+def committed(scope: str | None) -> bool:
+    """Whether the memory folder of agent ``scope`` is meant to be committed with the
+    project (``project``): its store then keeps its own files out of git
+    (:mod:`~jupyter_memory.memdir.gitignore`)."""
+    return scope == "project"
 
 
 def scope_dir(

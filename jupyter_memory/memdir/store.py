@@ -34,6 +34,7 @@ from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.frontmatter import MODIFIED, Stamp
 from jupyter_memory.memdir.fsutil import refuse_symlink
 from jupyter_memory.memdir.gateway import Root
+from jupyter_memory.memdir.gitignore import ensure_ignored
 from jupyter_memory.memdir.guard import check_no_secrets, find_secrets
 from jupyter_memory.memdir.index import (
     INDEX_NAME,
@@ -142,7 +143,9 @@ class MemoryStore:
     ``session_id`` is written as ``originSessionId`` into memories this store creates;
     ``provenance_default`` is the ``origin`` recorded when a call does not name one
     (``user``, ``agent``, ``extraction`` or ``import``). ``mark_provenance=False`` writes
-    no ``origin`` field at all, as the reference does.
+    no ``origin`` field at all, as the reference does. ``ignore_own_files=True`` (a folder
+    committed with the project: an agent's ``memory: project``) makes the first write list
+    the store's lock and temporary files in the folder's ``.gitignore``.
     """
 
     #: Which memories the store's folder holds (``team`` for the team folder's own store).
@@ -161,8 +164,10 @@ class MemoryStore:
         cache: ScanCache | None = None,
         location: MemoryLocation | None = None,
         root: Root | None = None,
+        ignore_own_files: bool = False,
     ) -> None:
         self.memdir = Path(memdir)
+        self.ignore_own_files = ignore_own_files
         self.session_id = session_id
         self.provenance_default = _check_provenance(provenance_default)
         self.maintain_index = maintain_index
@@ -170,7 +175,7 @@ class MemoryStore:
         self.lock_timeout = lock_timeout
         self.cache = cache if cache is not None else ScanCache()
         self.location = location
-        self._root_recorded = False
+        self._first_write_done = False
         #: The memdir as a gateway root (declared by the caller, or here): every read and
         #: write of this store goes through it.
         self.root = root if root is not None else Root.declare(self.ROOT_KIND, self.memdir)
@@ -370,12 +375,13 @@ class MemoryStore:
         """Hold the memdir lock for a multi-step change (re-entrant within a thread).
 
         The first write of a store made by :meth:`for_project` also records the project
-        root beside the project's default memdir.
+        root beside the project's default memdir; that of a store made with
+        ``ignore_own_files`` lists the lock in the folder's ``.gitignore``.
         """
         with self.root.lock(timeout=self.lock_timeout):
             # Checked before any write, so a change never stops half way at the index.
             refuse_symlink(self.index_path, _INDEX_WHAT)
-            if not self._root_recorded:
+            if not self._first_write_done:
                 location = self.location
                 if (
                     location is not None
@@ -383,7 +389,9 @@ class MemoryStore:
                     and location.project_dir is not None
                 ):
                     record_project_root(location.project_dir, location.project_root)
-                self._root_recorded = True
+                if self.ignore_own_files:
+                    ensure_ignored(self.root)
+                self._first_write_done = True
             yield
 
     def read_index_for_edit(self) -> str:

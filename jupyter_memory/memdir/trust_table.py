@@ -125,6 +125,8 @@ TABLE: Mapping[str, Field] = dict([
          "an agent definition's own memory folder: user, project or local"),
     _row("tools", _FIELD, (DATA,), (USER, PROJECT), "the tools an agent definition lists"),
     _row("model", _FIELD, (DATA,), (USER, PROJECT), "the model an agent definition asks for"),
+    _row("omitClaudeMd", _FIELD, (DATA,), (USER, PROJECT),
+         "whether an agent definition leaves out the instruction files (CLAUDE.md)"),
     _row("@import", _FIELD, (REACHES_OUTSIDE,), (USER, PROJECT, LOCAL),
          "an instruction file's @path import, or a project CLAUDE.md that is a link: "
          "outside the project it needs approval; credentials, settings, session logs "

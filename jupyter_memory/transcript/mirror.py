@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from jupyter_memory._version import __version__
-from jupyter_memory.transcript.writer import TranscriptWriter
+from jupyter_memory.transcript.writer import TranscriptWriter, subagent_path, subagent_writer
 
 META_KEY = "_meta"
 
@@ -88,6 +88,12 @@ class SessionLog:
     def path(self) -> Path:
         return log_path(self.session)
 
+    def sidechain(self, agent_id: str, session: LoggedSession) -> SessionLog:
+        """The log of ``session``, a subagent of this log's session: its own file beside
+        this one, ``<session>/subagents/agent-<agent_id>.jsonl``, every entry
+        ``isSidechain`` and with its ``agentId``."""
+        return SidechainLog(self, agent_id, session)
+
     def writer(self) -> TranscriptWriter:
         if self._writer is None:
             self._writer = TranscriptWriter(
@@ -127,6 +133,33 @@ class SessionLog:
         writer = self.writer()
         writer.append_compact_boundary(trigger, pre_tokens)
         writer.append_summary(summary)
+
+
+class SidechainLog(SessionLog):
+    """The log of a delegated agent: what its turn says, in a subagent file of the session
+    that delegated (:func:`~jupyter_memory.transcript.writer.subagent_writer`).
+
+    ``path`` is that file beside the parent's ``path``; the lines go wherever the parent's
+    writer writes (a replay writes to a file of its own, never into the recorded log).
+    """
+
+    def __init__(self, parent: SessionLog, agent_id: str, session: LoggedSession) -> None:
+        super().__init__(session)
+        self.parent = parent
+        self.agent_id = agent_id
+
+    @property
+    def path(self) -> Path:
+        return subagent_path(self.parent.path, self.agent_id)
+
+    @property
+    def written_to(self) -> Path:
+        return self.writer().path
+
+    def writer(self) -> TranscriptWriter:
+        if self._writer is None:
+            self._writer = subagent_writer(self.parent.writer(), self.agent_id)
+        return self._writer
 
 
 def _usage_for(turn: LoggedTurn, message: dict[str, Any]) -> dict[str, int] | None:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.transcript.entries import MESSAGE_TYPES
 
-__all__ = ["TranscriptWriter", "subagent_writer"]
+__all__ = ["TranscriptWriter", "subagent_path", "subagent_writer"]
 
 # A "uuid" key: inside a JSON string its quotes would be escaped, so `"uuid":"` preceded
 # by `{` or `,` only occurs as a real key (compact separators, as both tools write).
@@ -318,24 +318,30 @@ class TranscriptWriter:
         self._pending.clear()
 
 
+def subagent_path(parent_path: Path, agent_id: str, *, sidechain: bool = False) -> Path:
+    """Where the log of subagent ``agent_id`` of the log at ``parent_path`` goes:
+    ``<session>/subagents/agent-<id>.jsonl`` (beside it when the parent is a sidechain)."""
+    if not isinstance(agent_id, str) or not _AGENT_ID.fullmatch(agent_id):
+        raise ValueError(
+            f"agent id {agent_id!r} must be 1-128 letters, digits, '-' or '_' "
+            "(it becomes part of a file name)"
+        )
+    parent_path = Path(parent_path)
+    if sidechain and parent_path.parent.name == "subagents":
+        folder = parent_path.parent  # a subagent's subagent lives beside it
+    else:
+        folder = parent_path.with_suffix("") / "subagents"
+    return folder / f"agent-{agent_id}.jsonl"
+
+
 def subagent_writer(parent_writer: TranscriptWriter, agent_id: str) -> TranscriptWriter:
     """A writer for a subagent's own log, ``<session>/subagents/agent-<id>.jsonl``.
 
     It shares the session's id, cwd, version and branch, marks every entry
     ``isSidechain`` and ``agentId``, and starts its own chain (first ``parentUuid`` null).
     """
-    if not isinstance(agent_id, str) or not _AGENT_ID.fullmatch(agent_id):
-        raise ValueError(
-            f"agent id {agent_id!r} must be 1-128 letters, digits, '-' or '_' "
-            "(it becomes part of a file name)"
-        )
-    parent_path = parent_writer.path
-    if parent_writer.is_sidechain and parent_path.parent.name == "subagents":
-        folder = parent_path.parent  # a subagent's subagent lives beside it
-    else:
-        folder = parent_path.with_suffix("") / "subagents"
     return TranscriptWriter(
-        folder / f"agent-{agent_id}.jsonl",
+        subagent_path(parent_writer.path, agent_id, sidechain=parent_writer.is_sidechain),
         session_id=parent_writer.session_id,
         cwd=parent_writer.cwd,
         version=parent_writer.version,

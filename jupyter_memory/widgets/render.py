@@ -39,8 +39,40 @@ def _quoted(markdown: str) -> str:
     return "\n".join("> " + line if line else ">" for line in markdown.split("\n"))
 
 
+def _delegations(record: dict[str, Any]) -> list[dict[str, Any]]:
+    return [d for d in record.get("delegations") or [] if isinstance(d, dict)]
+
+
+def delegation_facts(run: dict[str, Any]) -> list[str]:
+    """What a delegated agent did, in short plain-text pieces: its status, its tool calls,
+    its tokens and the memories it saved in its own folder."""
+    calls = [c for c in run.get("tool_calls") or [] if isinstance(c, dict)]
+    facts = [str(run.get("status") or "?")]
+    if run.get("error"):
+        facts.append(str(run["error"]))
+    names = ", ".join(str(c.get("name", "?")) for c in calls)
+    facts.append(f"{len(calls)} tool call{'s' if len(calls) != 1 else ''}"
+                 + (f" ({names})" if names else ""))
+    if run.get("usage"):
+        facts.append(usage_text(dict(run["usage"])))
+    written = [str(w.get("file")) for w in run.get("memories_written") or []
+               if isinstance(w, dict)]
+    if written:
+        facts.append("saved " + ", ".join(written) + " in its own memory")
+    return facts
+
+
+def delegation_line(run: dict[str, Any]) -> str:
+    """One delegation as safe markdown: the agent, the task's summary, what it did."""
+    head = f"**Delegated to {md_code(str(run.get('agent', '?')))}**"
+    if run.get("description"):
+        head += f": {md_text(str(run['description']))}"
+    return head + " · " + md_text(" · ".join(delegation_facts(run)))
+
+
 def turn_markdown(record: dict[str, Any]) -> str:
-    """The turn as safe markdown: compactions, tools used, the answer, events, footer."""
+    """The turn as safe markdown: compactions, tools used, delegations, the answer,
+    events, footer."""
     parts: list[str] = []
     if record.get("compactions"):
         parts.extend(md_text(compaction_text(item)) for item in record["compactions"])
@@ -49,6 +81,7 @@ def turn_markdown(record: dict[str, Any]) -> str:
         lines = [f"- {'⚠ ' if c.get('is_error') else ''}{tool_line(c['name'], c.get('input'))}"
                  for c in calls]
         parts.append("**Tools used**\n\n" + "\n".join(lines))
+    parts.extend(delegation_line(run) for run in _delegations(record))
     parts.append(safe_markdown(record.get("answer") or "_(no answer)_"))
     for event in record.get("events") or []:
         parts.append(_quoted(f"**{md_text(event['kind'])}**: {md_text(event['text'])}"))
@@ -87,8 +120,7 @@ def _footer(record: dict[str, Any]) -> str:
     return " · ".join(str(b) for b in bits if b)
 
 
-def turn_html(record: dict[str, Any]) -> str:
-    calls = record.get("tool_calls") or []
+def _calls_html(calls: list[dict[str, Any]]) -> list[str]:
     rows = []
     for c in calls:
         result = str(c.get("result", ""))
@@ -100,6 +132,28 @@ def turn_html(record: dict[str, Any]) -> str:
             "<pre style='white-space:pre-wrap'>{}</pre></details>".format(
                 escape(c["name"]), flag, escape(_short_input(c.get("input"))), escape(result))
         )
+    return rows
+
+
+def delegation_html(run: dict[str, Any]) -> str:
+    """One delegation, folded: the task it was given, its tool calls and its answer."""
+    summary = f"Delegated to <code>{escape(str(run.get('agent', '?')))}</code>"
+    if run.get("description"):
+        summary += f": {escape(str(run['description']))}"
+    facts = escape(" · ".join(delegation_facts(run)))
+    calls = [c for c in run.get("tool_calls") or [] if isinstance(c, dict)]
+    where = (f"<div><small>Its messages: <code>{escape(str(run['transcript']))}</code></small>"
+             "</div>" if run.get("transcript") else "")
+    return (f"<details class='jupyter-memory-delegation'><summary>{summary} · {facts}</summary>"
+            f"<div>Task</div><pre style='white-space:pre-wrap'>{escape(str(run.get('prompt', '')))}"
+            "</pre>" + "".join(_calls_html(calls))
+            + "<div>Its answer</div>" + markdown_html(str(run.get("answer") or "_(no answer)_"))
+            + where + "</details>")
+
+
+def turn_html(record: dict[str, Any]) -> str:
+    rows = _calls_html(record.get("tool_calls") or [])
+    rows += [delegation_html(run) for run in _delegations(record)]
     events = "".join(
         f"<blockquote><b>{escape(e['kind'])}</b>: {escape(e['text'])}</blockquote>"
         for e in record.get("events") or []

@@ -77,6 +77,7 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     await this._renderAnswer(answer, asText(record.answer));
     const sections = [
       this._toolCalls(asArray(record.tool_calls)),
+      this._delegations(asArray(record.delegations)),
       this._recall(asObject(record.recall)),
       this._context(asObject(record.context)),
       this._written(asArray(record.memories_written)),
@@ -214,6 +215,58 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
           'result' in call ? resultText(call.result) : '(no result)'
         )
       );
+      body.append(one);
+    }
+    return details;
+  }
+
+  /** Each task the main agent handed to a defined agent (the Agent tool): the
+   * task, the agent's own tool calls, what it saved in its memory, its answer (as
+   * text: it is model output) and where its sidechain log is. */
+  private _delegations(runs: Json[]): HTMLElement | null {
+    if (runs.length === 0) {
+      return null;
+    }
+    const [details, body] = this._details(
+      `Delegated (${runs.length})`,
+      'jp-MemoryTurn-delegations'
+    );
+    for (const run of runs) {
+      const status = asText(run.status) || '?';
+      const task = asText(run.description);
+      const [one, inner] = this._details(
+        `${asText(run.agent) || 'agent'}${task ? `: ${task}` : ''} — ` +
+          status.replace(/_/g, ' '),
+        `jp-MemoryTurn-delegation jp-mod-${classToken(status)}`
+      );
+      inner.append(
+        el('div', 'jp-MemoryTurn-label', 'Task'),
+        el('pre', 'jp-MemoryTurn-pre', asText(run.prompt))
+      );
+      if (run.model) {
+        inner.append(el('div', '', `Model: ${asText(run.model)}`));
+      }
+      const calls = this._toolCalls(asArray(run.tool_calls));
+      if (calls) {
+        inner.append(calls);
+      }
+      const written = asArray(run.memories_written).map(w => asText(w.file));
+      if (written.length) {
+        inner.append(
+          el('div', '', `Saved in its own memory: ${written.join(', ')}`)
+        );
+      }
+      inner.append(
+        el('div', 'jp-MemoryTurn-label', 'Its answer'),
+        el(
+          'pre',
+          'jp-MemoryTurn-pre',
+          asText(run.answer) || asText(run.error) || '(no answer)'
+        )
+      );
+      if (run.transcript) {
+        inner.append(el('div', '', `Its messages: ${asText(run.transcript)}`));
+      }
       body.append(one);
     }
     return details;

@@ -75,6 +75,10 @@ export interface TurnRecord {
    */
   background: string[];
   /**
+   * Tasks the main agent handed to defined agents during the turn (the Agent tool, agent/delegation.py), in call order.
+   */
+  delegations?: Delegation[];
+  /**
    * Automatic compactions made during the turn, before its own messages.
    */
   compactions?: Compaction[];
@@ -294,6 +298,53 @@ export interface TurnEvent {
   [k: string]: unknown;
 }
 /**
+ * One run of a delegated agent: a child session that answered one Agent tool call. Its requests are stored like the turn's own, as references to this record's parts.
+ *
+ * This interface was referenced by `TurnRecord`'s JSON-Schema
+ * via the `definition` "delegation".
+ */
+export interface Delegation {
+  /**
+   * The agent's name (subagent_type).
+   */
+  agent: string;
+  /**
+   * Its id: the sidechain log is <session>/subagents/agent-<agent_id>.jsonl.
+   */
+  agent_id: string;
+  description: string;
+  /**
+   * The task the main agent gave it: its first message.
+   */
+  prompt: string;
+  model: string;
+  /**
+   * ok, max_tokens, max_turns, interrupted, error, or running when it never finished.
+   */
+  status: string;
+  /**
+   * Its final message: what the main agent got back.
+   */
+  answer: string;
+  error?: string;
+  /**
+   * The Agent tool call it answered.
+   */
+  tool_use_id?: string;
+  tool_calls: ToolCall[];
+  usage: Usage;
+  requests: RequestEntry[];
+  /**
+   * The agent's own memory folder, or null without one.
+   */
+  memdir: string | null;
+  memories_written: MemoryWritten[];
+  /**
+   * Its sidechain log, or null when no log is written.
+   */
+  transcript: string | null;
+}
+/**
  * This interface was referenced by `TurnRecord`'s JSON-Schema
  * via the `definition` "compaction".
  */
@@ -311,7 +362,14 @@ export interface Compaction {
  * via the `definition` "costRow".
  */
 export interface CostRow {
-  kind: 'main' | 'selector' | 'extraction' | 'remember' | 'summary' | 'notes';
+  kind:
+    | 'main'
+    | 'delegated'
+    | 'selector'
+    | 'extraction'
+    | 'remember'
+    | 'summary'
+    | 'notes';
   model: string;
   /**
    * Usage from the local scripted server, not a real endpoint.

@@ -82,7 +82,7 @@ def test_context_agent_raw_shows_prompt_and_memory_index(project: Path) -> None:
     system = "\n".join(block["text"] for block in body["system"])
     assert "You review data analyses." in system
     assert "# Your agent memory index" in system and "(feedback_joins.md)" in system
-    assert f"persistent, file-based memory in `{memdir}`" in system
+    assert f'memory folder of your own, as the agent "data-reviewer": `{memdir}`' in system
     first = body["messages"][0]["content"][0]["text"]
     assert "MEMORY.md" not in first  # the agent's index sits in its system prompt
     assert [t["name"] for t in body["tools"]] == ["Read", "Grep", "Glob", "Write", "Edit"]

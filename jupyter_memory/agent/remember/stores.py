@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jupyter_memory.errors import ConfigError, MemoryDisabled
-from jupyter_memory.memdir.scopes import DEFAULT_AGENT, scope_root
+from jupyter_memory.memdir.scopes import DEFAULT_AGENT, committed, scope_root
 from jupyter_memory.memdir.store import MemoryStore
 
 if TYPE_CHECKING:
@@ -43,4 +43,5 @@ def scope_store(session: Session, scope: str = "memdir", agent: str = DEFAULT_AG
     root = scope_root(scope, memdir=memdir, project_root=session.project_root,
                       agent=agent, env=session.env)
     return MemoryStore(root.path, session_id=session.session_id, maintain_index=True,
-                       mark_provenance=session.config.provenance, root=root)
+                       mark_provenance=session.config.provenance, root=root,
+                       ignore_own_files=committed(scope))

@@ -75,6 +75,8 @@ class ToolContext:
     ``restrict_to_memdir`` confines the extraction agent: Read, Grep and Glob work as
     usual, Write and Edit only inside the memdir, every other tool is refused.
     ``provenance`` is recorded by the store on memories written through these tools.
+    ``delegate`` runs a task with a defined agent (the Agent tool's input; set by the loop
+    for each turn of a session that offers agents, ``agent/delegation.py``).
     """
 
     project_root: Path
@@ -94,6 +96,7 @@ class ToolContext:
     #: The folders the file tools may reach, resolved through the gateway (a session passes
     #: the ones it declared when it started; by default the three above).
     roots: Roots = field(default_factory=Roots)
+    delegate: Callable[[Mapping[str, Any]], ToolResult] | None = None
 
     def __post_init__(self) -> None:
         self.project_root = Path(os.path.realpath(self.project_root))

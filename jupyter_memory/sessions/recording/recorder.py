@@ -163,6 +163,10 @@ class Recorder(ModelEndpoint, TurnHook):
             "ended": record.get("ended"),
             "prompt": Normaliser.for_session(self.session).text(turn.prompt),
             "requests": [{"sent": r.get("sent"), "id": r.get("id")} for r in record.get("requests", [])],
+            **({"delegations": [[{"sent": r.get("sent"), "id": r.get("id")}
+                                 for r in run.get("requests", [])]
+                                for run in record["delegations"]]}
+               if record.get("delegations") else {}),
         })
         self.recording.save()
 

@@ -307,11 +307,10 @@ class Replayer(ModelEndpoint, TurnHook):
         for key in ("session_id", "started", "ended"):
             if recorded.get(key) is not None:
                 record[key] = recorded[key]
-        for mine, theirs in zip(record.get("requests", []), recorded.get("requests", []), strict=False):
-            if theirs.get("sent") is not None:
-                mine["sent"] = theirs["sent"]
-            if theirs.get("id") is not None and "id" in mine:
-                mine["id"] = theirs["id"]
+        _restore_requests(record.get("requests", []), recorded.get("requests", []))
+        for run, requests in zip(record.get("delegations", []), recorded.get("delegations", []),
+                                 strict=False):
+            _restore_requests(run.get("requests", []), requests)
 
     def _recorded_turn(self) -> dict[str, Any] | None:
         turns = self.recording.turns
@@ -322,6 +321,15 @@ class Replayer(ModelEndpoint, TurnHook):
         return (f"replaying {self.recording.path} ({self.match} matching; {self.served} of "
                 f"{total} exchanges served, {len(self.mismatches)} refused, "
                 f"{len(self.warnings)} warnings)")
+
+
+def _restore_requests(mine: list[dict[str, Any]], recorded: list[dict[str, Any]]) -> None:
+    """Give request entries the recorded times they were sent and the recorded ids."""
+    for entry, theirs in zip(mine, recorded, strict=False):
+        if theirs.get("sent") is not None:
+            entry["sent"] = theirs["sent"]
+        if theirs.get("id") is not None and "id" in entry:
+            entry["id"] = theirs["id"]
 
 
 def _replay_log(session: Session) -> SessionLog:

@@ -73,6 +73,23 @@ function hostileRecord(): Record<string, unknown> {
         is_error: true
       }
     ],
+    delegations: [
+      {
+        agent: '<img src=x onerror=alert(1)>',
+        agent_id: 'a1',
+        description: HOSTILE,
+        prompt: HOSTILE,
+        model: 'claude-haiku-4-5',
+        status: 'ok" onclick="alert(1)',
+        answer: HOSTILE,
+        tool_calls: [{ id: 'toolu_2', name: 'Write', input: { q: HOSTILE } }],
+        usage: {},
+        requests: [],
+        memdir: null,
+        memories_written: [{ file: 'project_refunds_join.md', by: 'agent' }],
+        transcript: '<script>alert(1)</script>'
+      }
+    ],
     recall: {
       mode: 'prefetch',
       decisions: [
@@ -145,6 +162,22 @@ describe('TurnRenderer', () => {
     );
     const event = renderer.node.querySelector('.jp-MemoryTurn-event')!;
     expect(event.classList.contains('jp-Dialog')).toBe(false);
+    const run = renderer.node.querySelector('.jp-MemoryTurn-delegation')!;
+    expect(run.className).toBe(
+      'jp-MemoryTurn-section jp-MemoryTurn-delegation jp-mod-okonclickalert1'
+    );
+  });
+
+  it('shows what a delegated agent did', async () => {
+    const renderer = await render(hostileRecord());
+    const section = renderer.node.querySelector('.jp-MemoryTurn-delegations')!;
+    expect(section.querySelector('summary')?.textContent).toBe('Delegated (1)');
+    const text = section.textContent!;
+    expect(text).toContain('Saved in its own memory: project_refunds_join.md');
+    expect(text).toContain('Its messages: <script>alert(1)</script>');
+    expect(
+      section.querySelector('.jp-MemoryTurn-tool summary')?.textContent
+    ).toBe('Write');
   });
 
   it('words the recall table for people', async () => {
