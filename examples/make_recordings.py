@@ -13,7 +13,7 @@ For each ``NN-*.ipynb`` this:
 2. copies the recordings back beside the notebook;
 3. executes the notebook again in a fresh copy of the work folder, this time with no model
    variable at all, so it replays the recording — exactly what a reader, the demo and
-   ``tests/test_examples.py`` do — and saves that run as the committed notebook (outputs
+   ``tests/examples/test_examples.py`` do — and saves that run as the committed notebook (outputs
    included, widget views reduced to their static HTML) and as ``html/NN-*.html``.
 
 No key and no network are used: the model is the script. A script module defines
@@ -241,7 +241,7 @@ def replay(notebook: Path, work: Path, html: Path | None) -> None:
     """Execute a copy of ``notebook`` with no model and save it over the committed one."""
     copy = prepare_work(notebook, work)
     nb = execute_notebook(copy, env=kernel_env(work / "home"))
-    # tests/test_examples.py replaces this folder by its own when comparing outputs.
+    # tests/examples/test_examples.py replaces this folder by its own when comparing outputs.
     nb.metadata["jupyter_memory"] = {"executed_in": str(work)}
     nbformat.write(static_outputs(nb), str(notebook))
     if html is not None:

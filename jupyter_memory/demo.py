@@ -8,7 +8,7 @@ server), and writes the executed notebook and an HTML copy to ``build/demo/``. T
 its own, so nothing is read from or written to your real home or memory.
 
 The helpers here are shared by ``examples/make_recordings.py`` (which regenerates the
-recordings and the committed executed notebooks) and ``tests/test_examples.py`` (which
+recordings and the committed executed notebooks) and ``tests/examples/test_examples.py`` (which
 replays every example and compares the outputs), so all three run notebooks the same way:
 
 - the kernel is started in the notebook's folder, with ``JPY_SESSION_NAME`` set to the

@@ -5,7 +5,7 @@ it, is embedded in the docs between a marker naming the program,
 ``<!-- generated: python scripts/command_docs.py (Python 3.11): %context -->``, and
 ``<!-- end generated -->``: the command line's in docs/cli.md, ``%memory``'s in
 docs/memory-magic.md, the other magics' in docs/magics.md. Run this after changing a
-declaration; tests/test_commands.py fails while a block is out of date or a program has
+declaration; tests/commands/test_commands.py fails while a block is out of date or a program has
 none.
 
     python scripts/command_docs.py

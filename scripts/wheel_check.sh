@@ -110,7 +110,7 @@ echo "$SERVEREXT" | grep -Eq '^[[:space:]]*jupyter_memory enabled' \
 echo "$SERVEREXT" | grep -Eq '^[[:space:]]*jupyter_memory [0-9][^ ]* OK' \
   || fail "jupyter_memory did not validate OK"
 
-step "running tests/test_server.py and tests/browser/ against the installed wheel"
+step "running tests/server/test_server.py and tests/browser/ against the installed wheel"
 # The same check as above, inside the pytest process once every test module is imported.
 cat >"$WORK/plugin/wheel_check_plugin.py" <<EOF
 import sys
@@ -126,6 +126,6 @@ def pytest_collection_finish(session):
 EOF
 # CI=true: a browser test that cannot run fails instead of skipping.
 CI=true PYTHONPATH="$WORK/plugin" "$VENV/bin/pytest" -p wheel_check_plugin -p no:cacheprovider \
-  -q tests/test_server.py tests/browser/ "$@"
+  -q tests/server/test_server.py tests/browser/ "$@"
 
 printf '\nwheel check passed in %ds: %s\n' "$((SECONDS - START))" "$(basename "$WHEEL")"

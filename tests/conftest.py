@@ -72,7 +72,7 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     # The background extraction agent sends its own model request after eligible turns;
-    # tests that script the model switch it on explicitly (tests/test_extraction.py).
+    # a test that scripts the model for it asks for the `extraction_on` fixture.
     monkeypatch.setenv("JUPYTER_MEMORY_EXTRACTION", "0")
     # Likewise the session-memory notes, refreshed by the small model in the background.
     monkeypatch.setenv("JUPYTER_MEMORY_SESSION_MEMORY", "0")
@@ -102,6 +102,36 @@ def shell(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The test's project folder (the kernel's working folder): ``tmp_path/proj``, created
+    and empty. It does not choose a memdir; ask for ``memdir`` too when the test needs one."""
+    root = tmp_path / "proj"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+@pytest.fixture
+def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The test's memdir: ``tmp_path/mem``, named by ``JUPYTER_MEMORY_DIR`` so that every
+    session, magic and command of the test uses it. Not created: the first write makes it,
+    as in real use (create it yourself to put files in it first).
+
+    A module whose every test wants it, without naming it, says
+    ``pytestmark = pytest.mark.usefixtures("memdir")``.
+    """
+    path = tmp_path / "mem"
+    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def extraction_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The background extraction agent runs after eligible turns, as it does by default
+    (``isolated_home`` switches it off for every other test)."""
+    monkeypatch.delenv("JUPYTER_MEMORY_EXTRACTION", raising=False)
+
+
+@pytest.fixture
 def make_ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             ) -> Iterator[MakeIp]:
     """Make the real IPython shell ready: the extension loaded and fresh agent state.
@@ -109,13 +139,18 @@ def make_ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyP
     ``make_ip(project=None, *, memdir=None, config=())``: the kernel's working folder is
     ``project`` (default ``tmp_path/proj``, created if missing); ``JUPYTER_MEMORY_DIR`` is
     ``memdir`` (default ``tmp_path/mem``); each line of ``config`` is run as ``%config``
-    after loading. The agent state is forgotten before loading and again at teardown,
-    when the shell's ``Agent`` settings are put back as they were (``%config`` writes into
-    the one shell every test shares). A module whose shell needs more (another magic, a setting, a clean-up) builds its own
-    ``ip`` on this one.
+    after loading. The defaults are the ``project`` and ``memdir`` fixtures' folders.
+    At teardown the background work the session started (extraction, session notes) is
+    waited for, a ``%sandbox`` server stopped, the agent state forgotten, the trust
+    prompter the extension registered put back, and the shell's ``Agent`` settings put back
+    as they were (``%config`` writes into the one shell every test shares), so nothing of
+    one test runs into the next. A module whose shell needs more (another magic, a setting,
+    a clean-up) builds its own fixture on this one.
     """
     from jupyter_memory.magics import load_ipython_extension
-    from jupyter_memory.magics.state import forget_state
+    from jupyter_memory.magics.state import forget_state, state_for
+    from jupyter_memory.memdir.trust import set_prompter
+    from jupyter_memory.sessions.sandbox import stop_sandbox
 
     def make(project: Path | None = None, *, memdir: Path | None = None,
              config: Iterable[str] = ()) -> InteractiveShell:
@@ -130,16 +165,23 @@ def make_ip(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyP
         return shell
 
     saved = dict(shell.config.get("Agent", {}))
+    prompter = set_prompter(None)
     yield make
     shell.config.Agent = type(shell.config)(saved)
+    session = state_for(shell).session
+    if session is not None:  # the turn's background work ends before the next test starts
+        session.extraction.wait(120)
+        session.notes.wait(120)
+        stop_sandbox(session)
     forget_state(shell)
+    set_prompter(prompter)
 
 
 @pytest.fixture
-def ip(make_ip: MakeIp) -> InteractiveShell:
-    """The real IPython shell with the extension loaded and fresh agent state, in
-    ``tmp_path/proj`` with the memdir ``tmp_path/mem`` (see :func:`make_ip`)."""
-    return make_ip()
+def ip(make_ip: MakeIp, project: Path, memdir: Path) -> InteractiveShell:
+    """The real IPython shell with the extension loaded and fresh agent state, working in
+    ``project`` with ``memdir`` (see :func:`make_ip`)."""
+    return make_ip(project, memdir=memdir)
 
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

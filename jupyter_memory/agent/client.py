@@ -5,18 +5,22 @@ session notes, ``%%remember``) goes through one ``anthropic.Anthropic`` client, 
 connection pool is reused: a turn pays for DNS, TCP and the TLS handshake once per
 session, not once per call. :class:`SharedClient` builds that client on first use,
 builds it again only when the settings it was made from change (API key, auth token,
-base URL, timeout, retries, or the session's ``client_factory``), and closes it when the
-session is closed (the magics close it when the kernel shuts down).
+base URL, timeout, retries), and closes it when the session's live endpoint is closed
+(``agent/endpoint.py``; the magics close it when the kernel shuts down).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from jupyter_memory.errors import JupyterMemoryError
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = ["CONNECT_HELP", "KEEPALIVE_SECONDS", "NoModelConfigured", "SharedClient", "client_settings", "make_client"]
 
@@ -54,7 +58,10 @@ def client_settings(
     )
 
 
-def _build(settings: tuple[str | None, str | None, str | None, int, float]) -> Any:
+log = logging.getLogger(__name__)
+
+
+def _build(settings: tuple[str | None, str | None, str | None, int, float]) -> anthropic.Anthropic:
     key, token, base_url, max_retries, timeout = settings
     if not key and not token and not base_url:
         raise NoModelConfigured(CONNECT_HELP)
@@ -74,69 +81,61 @@ def _build(settings: tuple[str | None, str | None, str | None, int, float]) -> A
 
 def make_client(
     env: Mapping[str, str] | None = None, *, max_retries: int = 2, timeout: float = 600.0
-) -> Any:
+) -> anthropic.Anthropic:
     """A new ``anthropic.Anthropic`` client, or ``NoModelConfigured`` with how to fix it.
 
-    Each call opens its own connection pool; a session shares one through
-    :class:`SharedClient` (``Session.client()``) instead.
+    Each call opens its own connection pool; a session shares one through its model
+    endpoint (``Session.client()``) instead.
     """
     return _build(client_settings(env, max_retries=max_retries, timeout=timeout))
 
 
 class SharedClient:
-    """One client for a session, rebuilt only when the settings it came from change.
+    """One client, rebuilt only when the settings it came from change.
 
-    ``get(env, max_retries=..., timeout=..., factory=...)`` returns the current client,
-    building it on first use or when any of those settings differ from last time; a
-    ``factory`` (recording, replay, tests) wins over the environment. A client that is
+    ``get(env, max_retries=..., timeout=...)`` returns the current client, building it on
+    first use or when any of those settings differ from last time. A client that is
     replaced is not closed at once, because background work of the previous turn
     (extraction, session notes) may still be streaming through it; replaced clients are
-    closed with the current one by :meth:`close`. ``built`` counts clients made.
-    Safe to call from several threads.
+    closed with the current one by :meth:`close`. ``built`` counts clients made. Safe to
+    call from several threads.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._client: Any = None
-        self._key: tuple[Any, ...] | None = None
-        self._retired: list[Any] = []
+        self._client: anthropic.Anthropic | None = None
+        self._key: tuple[str | None, str | None, str | None, int, float] | None = None
+        self._retired: list[anthropic.Anthropic] = []
         self.built = 0
 
     @property
-    def current(self) -> Any:
+    def current(self) -> anthropic.Anthropic | None:
         """The client built last, or None before the first ``get`` (or after ``close``)."""
         return self._client
 
     def get(
-        self,
-        env: Mapping[str, str] | None = None,
-        *,
-        max_retries: int = 2,
+        self, env: Mapping[str, str] | None = None, *, max_retries: int = 2,
         timeout: float = 600.0,
-        factory: Callable[[], Any] | None = None,
-    ) -> Any:
+    ) -> anthropic.Anthropic:
         """The shared client for these settings (building it only when they changed)."""
         settings = client_settings(env, max_retries=max_retries, timeout=timeout)
-        key = (factory, *settings) if factory is not None else (None, *settings)
         with self._lock:
-            if self._client is not None and self._key == key:
+            if self._client is not None and self._key == settings:
                 return self._client
-            client = factory() if factory is not None else _build(settings)
+            client = _build(settings)
             if self._client is not None:
                 self._retired.append(self._client)
-            self._client, self._key = client, key
+            self._client, self._key = client, settings
             self.built += 1
             return client
 
     def close(self) -> None:
         """Close the current client and any it replaced; the next ``get`` builds anew."""
         with self._lock:
-            clients = [*self._retired, self._client]
+            clients = [*self._retired, *([self._client] if self._client is not None else [])]
             self._retired, self._client, self._key = [], None, None
         for client in clients:
-            close = getattr(client, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:
-                    pass
+            try:
+                client.close()
+            except Exception:  # closing a pool must not fail the shutdown that closes it
+                log.debug("closing an SDK client failed", exc_info=True)

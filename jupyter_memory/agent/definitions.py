@@ -1,4 +1,4 @@
-"""Agent definitions with memory of their own (SPEC §8).
+"""Agent definitions with memory of their own (docs/reference.md#agent-memory).
 
 An agent is a markdown file in ``.claude/agents/`` (the project's, then the user's
 ``<base>/agents/``) in the reference's format: YAML frontmatter with ``name``,
@@ -16,6 +16,10 @@ Its system prompt then carries the memory rules for that folder and the folder's
 ``MEMORY.md`` (200 lines / 25,000 characters), and Read, Write and Edit are added to its
 tools so it can keep that memory. An agent does not see the main memdir or the team
 folder: what it knows it learned in its own runs.
+
+``session.child(definition)`` (agent/session.py) makes the session that runs as an agent:
+it shares its parent's model endpoint, background runner and cost ledger, and has its own
+conversation, prompt, tools, model and memory (``agent/memory_context.AgentMemory``).
 """
 
 from __future__ import annotations
@@ -24,20 +28,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from jupyter_memory.agent.session import AgentConfig, Session
-from jupyter_memory.context.assemble import RequestState
+from jupyter_memory.agent.config import AgentConfig
 from jupyter_memory.errors import ConfigError, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.basedir import config_base
 from jupyter_memory.memdir.scopes import AGENT_SCOPES, scope_dir
 
-if TYPE_CHECKING:
-    from jupyter_memory.agent.tools.base import ToolRegistry
-    from jupyter_memory.memdir.store import MemoryStore
-
-__all__ = ["AgentDefinition", "AgentSession", "find_agents", "load_agent"]
+__all__ = ["MEMORY_TOOLS", "AgentDefinition", "find_agents", "load_agent"]
 
 #: Tools an agent with memory always gets, so it can keep its memory folder.
 MEMORY_TOOLS = ("Read", "Write", "Edit")
@@ -78,12 +77,6 @@ class AgentDefinition:
             overrides["model"] = self.model
         return replace(base, **overrides)
 
-    def session(self, cwd: Path, *, config: AgentConfig | None = None,
-                env: Mapping[str, str] | None = None, **options: Any) -> AgentSession:
-        """A session that runs as this agent (its prompt, tools, model and memory)."""
-        base = config if config is not None else AgentConfig.from_env(env)
-        return AgentSession(Path(cwd), config=self.config_for(base), env=env, agent=self,
-                            **options)
 
 
 def _tools(value: Any, where: Path) -> tuple[tuple[str, ...] | None, list[str]]:
@@ -168,58 +161,3 @@ def load_agent(project_root: Path, name: str, env: Mapping[str, str] | None = No
         f"{config_base(env) / 'agents'} (defined: {names}). Create .claude/agents/{name}.md "
         "with name:, description: and the agent's instructions."
     )
-
-
-@dataclass
-class AgentSession(Session):
-    """A :class:`Session` that runs as a defined agent, with the agent's own memdir."""
-
-    agent: AgentDefinition | None = None
-
-    def _agent(self) -> AgentDefinition:
-        assert self.agent is not None, "an AgentSession needs its agent definition"
-        return self.agent
-
-    @property
-    def memdir(self) -> Path | None:
-        """The agent's own memdir; None without ``memory:`` or when auto memory is off."""
-        if not self.memory_enabled:
-            return None
-        return self._agent().memory_dir(self.project_root, self.env)
-
-    @property
-    def team_dir(self) -> Path | None:
-        return None
-
-    @property
-    def store(self) -> MemoryStore | None:
-        memdir = self.memdir
-        if memdir is None:
-            return None
-        if self._store is None:
-            from jupyter_memory.memdir.store import MemoryStore
-
-            self._store = MemoryStore(memdir, session_id=self.session_id,
-                                      provenance_default="agent", maintain_index=True,
-                                      mark_provenance=self.config.provenance)
-        return self._store
-
-    @property
-    def tools(self) -> ToolRegistry:
-        if self._registry is None:
-            from jupyter_memory.agent.tools import default_registry
-
-            registry = default_registry()
-            wanted = self._agent().tools
-            if wanted is not None:
-                names = set(wanted)
-                if self.memdir is not None:
-                    names.update(MEMORY_TOOLS)
-                registry = registry.subset(names)
-            self._registry = registry
-        return self._registry
-
-    def request_state(self, messages: list[dict[str, Any]] | None = None) -> RequestState:
-        state = super().request_state(messages)
-        return replace(state, agent_prompt=self._agent().prompt or self._agent().description,
-                       agent_name=self._agent().name)

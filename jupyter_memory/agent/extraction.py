@@ -1,9 +1,10 @@
-"""The extraction agent: memories saved in the background after a turn (SPEC §6).
+"""The extraction agent: memories saved in the background after a turn (docs/reference.md#the-extraction-agent).
 
 After a turn whose final answer called no tool, :class:`ExtractionHook` forks the
 conversation: the same system prompt and messages as the main agent, then one user
 message that asks for durable facts and lists the memories that already exist. The fork
-runs in a daemon thread, so the next cell never waits for it, and it reports what it
+runs as background work of the session (a thread live, so the next cell never waits for
+it; at the end of the turn when background work is synchronous), and it reports what it
 saved into the cell that triggered it, with an undo.
 
 The rules, as the reference has them:
@@ -37,17 +38,18 @@ tool it may not use, at the price of a cold cache for the fork's first call.
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
 from jupyter_memory.agent.tools import PermissionPolicy, ToolContext, ToolRegistry, ToolResult
 from jupyter_memory.context.assemble import assemble
-from jupyter_memory.context.pricing import charge
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir import frontmatter
@@ -59,7 +61,11 @@ from jupyter_memory.memdir.store import MemoryStore, WriteResult
 from jupyter_memory.recall.caches import scan_cache
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.session import Session
+    from jupyter_memory.agent.background import BackgroundTask
+    from jupyter_memory.agent.host import SessionHost
+    from jupyter_memory.context.sdk import ModelClient
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "BREAKER_LIMIT",
@@ -74,7 +80,6 @@ __all__ = [
     "describe_error",
     "extraction_prompt",
     "hook_for",
-    "install",
     "memory_registry",
     "run_confined",
 ]
@@ -128,7 +133,7 @@ def memory_registry(tools: ToolRegistry) -> ToolRegistry:
 
 
 def run_confined(
-    client: Any,
+    client: ModelClient,
     body_for: Callable[[list[dict[str, Any]]], dict[str, Any]],
     messages: list[dict[str, Any]],
     run_tool: Callable[[str, Mapping[str, Any]], ToolResult],
@@ -231,7 +236,7 @@ def extraction_prompt(
     """The instruction appended to the forked conversation (our own words).
 
     With ``team`` the nested team folder is writable too, and the scope rules say which
-    memories go there (SPEC §8).
+    memories go there (docs/reference.md#agent-memory).
     """
     index_step = (
         "The index MEMORY.md follows topic files with frontmatter automatically; do not "
@@ -284,10 +289,10 @@ team index `team/MEMORY.md` is kept for you: do not edit it. Nothing secret or p
 goes into `team/`."""
 
 
-def _nested_team(session: Session, memdir: Path) -> Any:
+def _nested_team(session: SessionHost, memdir: Path) -> Any:
     """The team folder's store when it is ``<memdir>/team`` (the only team folder the
     confined extraction agent can reach), else None."""
-    team_dir = getattr(session, "team_dir", None)
+    team_dir = session.team_dir
     team_store = getattr(session.store, "team", None)
     if team_dir is None or team_store is None:
         return None
@@ -358,19 +363,20 @@ class UndoReport:
 
 
 def describe_error(exc: BaseException) -> str:
-    """One sentence about a failed run, worded like the main loop's errors."""
-    from jupyter_memory.agent.failures import describe_failure
+    """One sentence about a failed run, worded like the main loop's errors (a bug of ours
+    says so, and its traceback goes to the log)."""
+    from jupyter_memory.agent.failures import describe_background_failure
 
-    return describe_failure(exc)
+    return describe_background_failure(exc, "running the extraction agent")
 
 
 @dataclass
 class _Request:
     """A finished turn waiting to be considered: its conversation and where to report."""
 
-    turn: Any
+    turn: TurnView
     messages: list[dict[str, Any]]
-    client: Any
+    client: ModelClient
     read_files: dict[Path, float]
     main_wrote: bool
 
@@ -386,8 +392,8 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
-class ExtractionHook:
-    """The turn hook that runs the extraction agent. Register it in ``session.hooks``.
+class ExtractionHook(TurnHook):
+    """The extraction agent of a session (``session.extraction``) and its turn hook.
 
     Settings come from the session's ``AgentConfig`` (``extraction``, ``extraction_every``,
     ``approval_mode``, ``extraction_share_tools``) when it has them, from the
@@ -396,7 +402,7 @@ class ExtractionHook:
     """
 
     def __init__(
-        self, session: Session, *, max_calls: int = MAX_CALLS, breaker_limit: int = BREAKER_LIMIT
+        self, session: SessionHost, *, max_calls: int = MAX_CALLS, breaker_limit: int = BREAKER_LIMIT
     ) -> None:
         self.session = session
         self.max_calls = max_calls
@@ -416,6 +422,7 @@ class ExtractionHook:
         self._active = 0
         self._running = False
         self._stash: _Request | None = None
+        self._task: BackgroundTask | None = None
         self._cond = threading.Condition()
 
     # ------------------------------------------------------------------ settings
@@ -428,25 +435,25 @@ class ExtractionHook:
         from_env = _flag(env.get(ENV_SWITCH))
         if from_env is not None:
             return from_env
-        return bool(getattr(self.session.config, "extraction", True))
+        return bool(self.session.config.extraction)
 
     @property
     def every(self) -> int:
         if self.every_override is not None:
             return self.every_override
-        return max(1, int(getattr(self.session.config, "extraction_every", 1) or 1))
+        return max(1, int(self.session.config.extraction_every or 1))
 
     @property
     def approval_mode(self) -> bool:
         if self.approval_override is not None:
             return self.approval_override
-        return bool(getattr(self.session.config, "approval_mode", False))
+        return bool(self.session.config.approval_mode)
 
     @property
     def share_tools(self) -> bool:
         if self.share_tools_override is not None:
             return self.share_tools_override
-        return bool(getattr(self.session.config, "extraction_share_tools", True))
+        return bool(self.session.config.extraction_share_tools)
 
     @property
     def running(self) -> bool:
@@ -471,14 +478,14 @@ class ExtractionHook:
 
     # ------------------------------------------------------------------ turn hooks
 
-    def before_turn(self, turn: Any) -> None:
+    def before_turn(self, turn: TurnView) -> None:
         """Show notices that could not reach the cell that triggered them."""
         with self._cond:
             waiting, self.undelivered = self.undelivered, []
         for text, _payload in waiting:
             turn.note("memory", text)
 
-    def after_turn(self, turn: Any, result: Any) -> None:
+    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
         """Consider the finished turn: start a run, stash it, or pass (skip, throttle)."""
         session = self.session
         if result.status != "ok" or not self.enabled or session.memdir is None:
@@ -487,12 +494,9 @@ class ExtractionHook:
         if last is None or last.get("role") != "assistant" or any(
                 b.get("type") == "tool_use" for b in last.get("content", [])):
             return
-        try:
-            read_files = dict(session.tool_context().read_files)
-        except Exception:  # a broken tool context must not break the turn
-            read_files = {}
+        read_files = dict(session.tool_context().read_files)
         request = _Request(turn, list(session.messages), turn.client, read_files,
-                           bool(getattr(turn, "memories_written", None)))
+                           bool(turn.memories_written))
         background = result.record.setdefault("background", [])
         with self._cond:
             if self.broken:
@@ -506,12 +510,14 @@ class ExtractionHook:
                 return
             self._running = True
         background.append("extraction")
-        thread = threading.Thread(target=self._worker, args=(request,),
-                                  name="jupyter-memory-extraction", daemon=True)
-        thread.start()
+        self._task = session.runner.submit("extraction", lambda: self._worker(request))
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until no run is under way or stashed; False if ``timeout`` ran out."""
+        """Block until no run is under way or stashed (running a queued one now, when
+        background work is synchronous); False if ``timeout`` ran out."""
+        task = self._task
+        if task is not None:
+            task.wait(timeout)
         with self._cond:
             return self._cond.wait_for(lambda: not self._running, timeout)
 
@@ -570,7 +576,7 @@ class ExtractionHook:
             try:
                 self._run(request, trailing=trailing)
             except Exception as exc:  # a bug of ours must still release the worker
-                self._failed(request, None, exc)
+                self._failed(request, None, exc)  # logged, with its traceback
             with self._cond:
                 request = self._stash
                 self._stash = None
@@ -666,7 +672,8 @@ class ExtractionHook:
             try:
                 result = run_confined(
                     request.client, body_for, [first], run_tool, max_calls=self.max_calls,
-                    on_response=lambda m: charge(session, "extraction", m, session.config.model))
+                    on_response=lambda m: session.cost_ledger.charge(
+                        "extraction", m, session.config.model))
             except BaseException:
                 _put_back(store)  # a failed run changes nothing, not even half of it
                 raise
@@ -682,7 +689,7 @@ class ExtractionHook:
                 run.created = [i.file for i in items if i.is_new]
                 run.status = "pending" if items else "nothing"
             else:
-                if team_store is not None:  # the team's rules and index (SPEC §8)
+                if team_store is not None:  # the team's rules and index (docs/reference.md#team-mode)
                     shared = [f[len("team/"):] for f in written
                               if f.startswith("team/") and (memdir / f).exists()]
                     for moved in team_store.settle(shared):  # a user memory goes private
@@ -731,13 +738,13 @@ class ExtractionHook:
 
     def _log(self, run: ExtractionRun, messages: list[dict[str, Any]]) -> None:
         """Mirror the fork's own messages into a subagent log beside the session's log."""
-        log = getattr(self.session, "log", None)
-        if log is None:
+        session_log = self.session.log
+        if session_log is None:
             return
         try:
             from jupyter_memory.transcript.writer import subagent_writer
 
-            writer = subagent_writer(log.writer(), run.agent_id)
+            writer = subagent_writer(session_log.writer(), run.agent_id)
             for message in messages:
                 writer.append_message(message["role"], copy.deepcopy(message))
         except (OSError, ValueError) as exc:
@@ -771,6 +778,7 @@ class ExtractionHook:
         try:
             request.turn.events.on_notice(text, payload)
         except Exception:  # the cell is gone: show it with the next turn instead
+            log.debug("notice not delivered; it is shown with the next turn", exc_info=True)
             with self._cond:
                 self.undelivered.append((text, payload))
 
@@ -852,15 +860,11 @@ def _inside(raw: str, root: Path, real_memdir: str) -> bool:
     return path == real_memdir or path.startswith(real_memdir.rstrip(os.sep) + os.sep)
 
 
-def hook_for(session: Session) -> ExtractionHook | None:
-    """The session's extraction hook, if one is registered."""
-    return next((h for h in session.hooks if isinstance(h, ExtractionHook)), None)
+class HasExtraction(Protocol):
+    @property
+    def extraction(self) -> ExtractionHook: ...
 
 
-def install(session: Session) -> ExtractionHook:
-    """Register an extraction hook on ``session`` (once) and return it."""
-    hook = hook_for(session)
-    if hook is None:
-        hook = ExtractionHook(session)
-        session.hooks.append(hook)
-    return hook
+def hook_for(session: HasExtraction) -> ExtractionHook:
+    """The session's extraction agent (its ``extraction`` field)."""
+    return session.extraction

@@ -1,16 +1,26 @@
-"""Failures of a model call, told in one sentence a person can act on.
+"""Failures of a model call, told in one sentence a person can act on, and which of the
+error classes of ``errors.py`` an exception belongs to.
 
 Every caller of the endpoint (the main loop, prefetch, extraction, compaction, session notes)
-reports errors through these, so the same failure reads the same wherever it happens.
+reports errors through these, so the same failure reads the same wherever it happens, and a
+bug of ours is never mistaken for a failed model call.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 
-from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.errors import (
+    JupyterMemoryError,
+    ModelCallFailed,
+    internal_error,
+    log_internal,
+)
+
+log = logging.getLogger(__name__)
 
 
 def describe_api_error(exc: BaseException) -> str:
@@ -51,6 +61,49 @@ def _api_message(exc: BaseException) -> str:
     if isinstance(error, dict) and error.get("message"):
         return str(error["message"])
     return str(getattr(exc, "message", "") or exc)
+
+
+def is_model_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is the SDK's or its HTTP library's way of saying the endpoint, or the
+    connection to it, failed (or answered something that is not the Messages API)."""
+    import anthropic
+
+    return (isinstance(exc, anthropic.APIError | TimeoutError | json.JSONDecodeError)
+            or _is_timeout(exc) or _is_transport_error(exc))
+
+
+def model_failure(exc: BaseException) -> ModelCallFailed:
+    """A failure of a model call as :class:`~jupyter_memory.errors.ModelCallFailed`, worded
+    by :func:`describe_failure`, with ``exc`` as its cause."""
+    failed = ModelCallFailed(describe_failure(exc))
+    failed.__cause__ = exc
+    log.info("model call failed: %s", failed, exc_info=(type(exc), exc, exc.__traceback__))
+    return failed
+
+
+def as_failure(exc: BaseException, where: str = "") -> JupyterMemoryError:
+    """``exc`` in its error class: ours as it is, a model failure as ``ModelCallFailed``,
+    anything else as an internal error (its traceback logged)."""
+    if isinstance(exc, JupyterMemoryError):
+        return exc
+    if is_model_failure(exc):
+        return model_failure(exc)
+    return internal_error(exc, where)
+
+
+def describe_background_failure(exc: BaseException, doing: str) -> str:
+    """One sentence about background work that failed (``doing``: "refreshing the session
+    notes"), logged: a model failure or a refusal at INFO, a bug of ours at ERROR with its
+    traceback."""
+    if isinstance(exc, JupyterMemoryError):
+        log.info("%s failed: %s", doing, exc)
+        return str(exc)
+    if is_model_failure(exc):
+        log.info("%s failed", doing, exc_info=(type(exc), exc, exc.__traceback__))
+        return describe_failure(exc)
+    log_internal(exc, f"while {doing}")
+    return (f"jupyter-memory hit an internal error while {doing} ({type(exc).__name__}: "
+            f"{exc}); please report it with the traceback from the log.")
 
 
 def describe_failure(exc: BaseException) -> str:

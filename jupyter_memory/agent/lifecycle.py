@@ -1,4 +1,4 @@
-"""Lifecycle hooks: user code that runs at fixed moments of a session (SPEC §7).
+"""Lifecycle hooks: user code that runs at fixed moments of a session (docs/reference.md#lifecycle-hooks).
 
 Two kinds, run in this order for each event:
 
@@ -28,18 +28,23 @@ so a file edited mid-session cannot slip a command in; :func:`reload_hooks` re-r
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import META_KEY
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.session import Session
+    from jupyter_memory.agent.host import SessionHost
+    from jupyter_memory.memdir.settings import Settings
+
+log = logging.getLogger(__name__)
 
 EVENTS = ("SessionStart", "PreCompact", "PostCompact", "Stop")
 #: Events whose hooks may refuse what is about to happen.
@@ -52,13 +57,6 @@ BLOCK_EXIT = 2
 HOOK_CONTEXT_KIND = "hook_context"
 #: Characters of a hook's output kept (a runaway command must not flood the context).
 MAX_OUTPUT_CHARS = 10_000
-
-_REGISTRY = "_jupyter_memory_lifecycle"
-_COMMANDS = "_jupyter_memory_hook_commands"
-_STARTED = "_jupyter_memory_session_started"
-_SOURCE = "_jupyter_memory_session_source"  # "resume" once a saved conversation was resumed
-_SKIPPED = "_jupyter_memory_hooks_skipped"  # the notice about untrusted project hooks
-_SKIP_SHOWN = "_jupyter_memory_hooks_skip_shown"
 
 HookFunction = Callable[[dict[str, Any]], Any]
 
@@ -104,74 +102,210 @@ def _check_event(event: str) -> None:
         raise ValueError(f"unknown lifecycle event {event!r}; use one of {', '.join(EVENTS)}")
 
 
-def register(session: Session, event: str, fn: HookFunction) -> HookFunction:
+class Lifecycle(TurnHook):
+    """A session's lifecycle hooks: the Python callables registered on it, the shell
+    commands of its settings files (read once, then kept), and when its SessionStart ran.
+
+    As a turn hook it runs SessionStart before the first turn and Stop after each turn.
+    SessionStart's source is ``startup``, or ``resume`` for a session that continues a
+    saved conversation (:meth:`mark_resumed`). Its output becomes a context message just
+    before the first prompt, and belongs to that turn: the turn record and the session log
+    carry it (the model saw it, so a resume must find it), and a turn that is rolled back
+    takes it along, so SessionStart runs again before the next turn. Stop output and any
+    hook errors are shown in the turn's events.
+    """
+
+    def __init__(self, session: SessionHost) -> None:
+        self.session = session
+        self.functions: dict[str, list[HookFunction]] = {}
+        self.source = "startup"
+        self.started = False
+        self._commands: list[CommandHook] | None = None
+        self._skipped: str | None = None
+        self._skip_shown = False
+
+    # ------------------------------------------------------------------ registering
+
+    def register(self, event: str, fn: HookFunction) -> HookFunction:
+        _check_event(event)
+        if not callable(fn):
+            raise TypeError(f"a {event} hook must be callable, not {type(fn).__name__}")
+        self.functions.setdefault(event, []).append(fn)
+        return fn
+
+    def unregister(self, event: str, fn: HookFunction) -> bool:
+        hooks = self.functions.get(event, [])
+        if fn in hooks:
+            hooks.remove(fn)
+            return True
+        return False
+
+    def registered(self, event: str) -> list[HookFunction]:
+        _check_event(event)
+        return list(self.functions.get(event, []))
+
+    def mark_resumed(self) -> None:
+        self.source = "resume"
+
+    # ------------------------------------------------------------------ settings
+
+    def command_hooks(self) -> list[CommandHook]:
+        """The shell hooks of the session's settings files, read once and then kept."""
+        if self._commands is None:
+            from jupyter_memory.memdir.settings import load_settings
+
+            settings = load_settings(self.session.project_root, self.session.env)
+            self._skipped = settings.skipped_notice()
+            self._commands = _load_commands(settings)
+        return list(self._commands)
+
+    def reload_hooks(self) -> list[CommandHook]:
+        self._commands = None
+        self._skip_shown = False
+        return self.command_hooks()
+
+    def skipped_notice(self) -> str | None:
+        self.command_hooks()
+        return self._skipped
+
+    # ------------------------------------------------------------------ running
+
+    def base_payload(self, event: str) -> dict[str, Any]:
+        """Fields every hook receives, named as the reference names them."""
+        log = self.session.log
+        return {
+            "session_id": self.session.session_id,
+            "transcript_path": str(log.path) if log is not None else None,
+            "cwd": str(self.session.cwd),
+            "hook_event_name": event,
+        }
+
+    def run(self, event: str, payload: Mapping[str, Any] | None = None, *,
+            match: str | None = None) -> HookOutcome:
+        """Run every hook of ``event``; ``match`` is the value command matchers test.
+
+        Never raises because of a hook: failures are collected in ``errors``. A block is
+        only honoured for events that can block (``PreCompact``).
+        """
+        _check_event(event)
+        data = {**self.base_payload(event), **dict(payload or {})}
+        outcome = HookOutcome(event)
+        notice = self.skipped_notice()
+        if notice and not self._skip_shown:
+            self._skip_shown = True
+            outcome.errors.append(notice)
+        for fn in self.registered(event):
+            outcome.ran += 1
+            try:
+                value = fn(dict(data))
+            except Exception as exc:  # the person's hook must not break the session
+                log.info("%s hook %s failed", event, _name(fn), exc_info=True)
+                outcome.errors.append(
+                    f"{event} hook {_name(fn)} failed: {type(exc).__name__}: {exc}")
+                continue
+            _absorb(outcome, value, _name(fn))
+        for hook in self.command_hooks():
+            if hook.event != event or not matches(hook.matcher, match):
+                continue
+            outcome.ran += 1
+            _run_command(self.session, hook, data, outcome)
+        if event not in BLOCKING_EVENTS and outcome.blocked:
+            outcome.errors.append(f"{event} hooks cannot block; the block was ignored.")
+            outcome.blocked, outcome.reason = False, None
+        return outcome
+
+    # ------------------------------------------------------------------ turn hooks
+
+    def before_turn(self, turn: TurnView) -> None:
+        if self.started:
+            return
+        self.started = True
+        source = self.source
+        outcome = self.run("SessionStart", {"source": source}, match=source)
+        for error in outcome.errors:
+            turn.note("warning", error)
+        message = context_message(outcome)
+        if message is None:
+            return
+        messages = self.session.messages
+        first = turn.added[0] if turn.added else None
+        at = next((i for i, m in enumerate(messages) if m is first), len(messages))
+        messages.insert(at, message)
+        turn.added.insert(0, message)  # part of this turn: recorded, logged, rolled back
+        turn.extra["session_start_message"] = message
+
+    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
+        started = turn.extra.get("session_start_message")
+        if started is not None and not any(m is started for m in self.session.messages):
+            self.started = False  # rolled back: start again next turn
+        outcome = self.run(
+            "Stop", {"last_assistant_message": result.answer, "status": result.status})
+        events = result.record.setdefault("events", [])
+        events.extend({"kind": "hook", "text": t} for t in outcome.texts)
+        events.extend({"kind": "warning", "text": e} for e in outcome.errors)
+
+
+class HasLifecycle(Protocol):
+    """A session, as the functions below read it: it has its :class:`Lifecycle`."""
+
+    @property
+    def lifecycle(self) -> Lifecycle: ...
+
+
+def register(session: HasLifecycle, event: str, fn: HookFunction) -> HookFunction:
     """Run ``fn(payload)`` at ``event`` in ``session``; returns ``fn`` (decorator-friendly)."""
-    _check_event(event)
-    if not callable(fn):
-        raise TypeError(f"a {event} hook must be callable, not {type(fn).__name__}")
-    _registry(session).setdefault(event, []).append(fn)
-    return fn
+    return session.lifecycle.register(event, fn)
 
 
-def unregister(session: Session, event: str, fn: HookFunction) -> bool:
+def unregister(session: HasLifecycle, event: str, fn: HookFunction) -> bool:
     """Remove ``fn`` from ``event``; False when it was not registered."""
-    hooks = _registry(session).get(event, [])
-    if fn in hooks:
-        hooks.remove(fn)
-        return True
-    return False
+    return session.lifecycle.unregister(event, fn)
 
 
-def mark_resumed(session: Session) -> None:
+def mark_resumed(session: HasLifecycle) -> None:
     """Note that ``session`` continues a saved conversation: its first SessionStart gets
     source ``resume`` instead of ``startup``, as the reference's does after ``--resume``."""
-    setattr(session, _SOURCE, "resume")
+    session.lifecycle.mark_resumed()
 
 
-def registered(session: Session, event: str) -> list[HookFunction]:
-    _check_event(event)
-    return list(_registry(session).get(event, []))
+def registered(session: HasLifecycle, event: str) -> list[HookFunction]:
+    return session.lifecycle.registered(event)
 
 
-def _registry(session: Session) -> dict[str, list[HookFunction]]:
-    reg = getattr(session, _REGISTRY, None)
-    if reg is None:
-        reg = {}
-        setattr(session, _REGISTRY, reg)
-    return reg
+def command_hooks(session: HasLifecycle) -> list[CommandHook]:
+    """The shell hooks of ``session``'s settings files, read once and then kept."""
+    return session.lifecycle.command_hooks()
+
+
+def reload_hooks(session: HasLifecycle) -> list[CommandHook]:
+    """Read the settings files again (after the person edited their hooks or trusted the
+    folder)."""
+    return session.lifecycle.reload_hooks()
+
+
+def skipped_notice(session: HasLifecycle) -> str | None:
+    """The line saying which project hooks were skipped as untrusted, or None."""
+    return session.lifecycle.skipped_notice()
+
+
+def base_payload(session: HasLifecycle, event: str) -> dict[str, Any]:
+    """Fields every hook receives, named as the reference names them."""
+    return session.lifecycle.base_payload(event)
+
+
+def run(
+    session: HasLifecycle, event: str, payload: Mapping[str, Any] | None = None, *,
+    match: str | None = None,
+) -> HookOutcome:
+    """Run every hook of ``event`` in ``session`` (see :meth:`Lifecycle.run`)."""
+    return session.lifecycle.run(event, payload, match=match)
 
 
 # ----------------------------------------------------------------------------- settings
 
 
-def command_hooks(session: Session) -> list[CommandHook]:
-    """The shell hooks of ``session``'s settings files, read once and then kept."""
-    cached = getattr(session, _COMMANDS, None)
-    if cached is None:
-        cached = _load_commands(session)
-        setattr(session, _COMMANDS, cached)
-    return list(cached)
-
-
-def reload_hooks(session: Session) -> list[CommandHook]:
-    """Read the settings files again (after the person edited their hooks or trusted the
-    folder)."""
-    setattr(session, _COMMANDS, None)
-    setattr(session, _SKIP_SHOWN, False)
-    return command_hooks(session)
-
-
-def skipped_notice(session: Session) -> str | None:
-    """The line saying which project hooks were skipped as untrusted, or None."""
-    command_hooks(session)
-    return getattr(session, _SKIPPED, None)
-
-
-def _load_commands(session: Session) -> list[CommandHook]:
-    from jupyter_memory.memdir.settings import load_settings
-
-    settings = load_settings(session.project_root, session.env)
-    setattr(session, _SKIPPED, settings.skipped_notice())
+def _load_commands(settings: Settings) -> list[CommandHook]:
+    """The command hooks of the trusted settings files, in the reference's shape."""
     found: list[CommandHook] = []
     for src in settings.sources:
         hooks = src.values.get("hooks")
@@ -211,51 +345,6 @@ def matches(matcher: str, value: str | None) -> bool:
 # ----------------------------------------------------------------------------- running
 
 
-def base_payload(session: Session, event: str) -> dict[str, Any]:
-    """Fields every hook receives, named as the reference names them."""
-    log = getattr(session, "log", None)
-    return {
-        "session_id": session.session_id,
-        "transcript_path": str(log.path) if log is not None else None,
-        "cwd": str(session.cwd),
-        "hook_event_name": event,
-    }
-
-
-def run(
-    session: Session, event: str, payload: Mapping[str, Any] | None = None, *, match: str | None = None
-) -> HookOutcome:
-    """Run every hook of ``event``; ``match`` is the value command matchers test.
-
-    Never raises because of a hook: failures are collected in ``errors``. A block is
-    only honoured for events that can block (``PreCompact``).
-    """
-    _check_event(event)
-    data = {**base_payload(session, event), **dict(payload or {})}
-    outcome = HookOutcome(event)
-    notice = skipped_notice(session)
-    if notice and not getattr(session, _SKIP_SHOWN, False):
-        setattr(session, _SKIP_SHOWN, True)
-        outcome.errors.append(notice)
-    for fn in registered(session, event):
-        outcome.ran += 1
-        try:
-            value = fn(dict(data))
-        except Exception as exc:  # a user's hook must not break the session
-            outcome.errors.append(f"{event} hook {_name(fn)} failed: {type(exc).__name__}: {exc}")
-            continue
-        _absorb(outcome, value, _name(fn))
-    for hook in command_hooks(session):
-        if hook.event != event or not matches(hook.matcher, match):
-            continue
-        outcome.ran += 1
-        _run_command(session, hook, data, outcome)
-    if event not in BLOCKING_EVENTS and outcome.blocked:
-        outcome.errors.append(f"{event} hooks cannot block; the block was ignored.")
-        outcome.blocked, outcome.reason = False, None
-    return outcome
-
-
 def _name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
@@ -293,7 +382,7 @@ def _from_json(data: Mapping[str, Any]) -> tuple[str | None, bool, str | None]:
 
 
 def _run_command(
-    session: Session, hook: CommandHook, payload: Mapping[str, Any], outcome: HookOutcome
+    session: SessionHost, hook: CommandHook, payload: Mapping[str, Any], outcome: HookOutcome
 ) -> None:
     env = {**os.environ, **dict(session.env or {}), "CLAUDE_PROJECT_DIR": str(session.project_root)}
     who = f"command {hook.command!r} ({hook.source} settings)"
@@ -344,57 +433,3 @@ def context_message(outcome: HookOutcome) -> dict[str, Any] | None:
         "content": [{"type": "text", "text": text}],
         META_KEY: {"kind": HOOK_CONTEXT_KIND, "event": outcome.event},
     }
-
-
-class LifecycleHook:
-    """A turn hook that runs SessionStart before the first turn and Stop after each turn.
-
-    SessionStart's source is ``startup``, or ``resume`` for a session that continues a
-    saved conversation (:func:`mark_resumed`). Its output becomes a context message just
-    before the first prompt, and belongs to that turn: the turn record and the session log
-    carry it (the model saw it, so a resume must find it), and a turn that is rolled back
-    takes it along, so SessionStart runs again before the next turn. Stop output and any
-    hook errors are shown in the turn's events.
-    """
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    @property
-    def started(self) -> bool:
-        """Whether SessionStart ran for this session (kept on the session, so a second
-        LifecycleHook does not run it again)."""
-        return bool(getattr(self.session, _STARTED, False))
-
-    def before_turn(self, turn: Any) -> None:
-        if self.started:
-            return
-        setattr(self.session, _STARTED, True)
-        source = str(getattr(self.session, _SOURCE, None) or "startup")
-        outcome = run(self.session, "SessionStart", {"source": source}, match=source)
-        for error in outcome.errors:
-            turn.note("warning", error)
-        message = context_message(outcome)
-        if message is None:
-            return
-        messages = self.session.messages
-        first = turn.added[0] if turn.added else None
-        at = next((i for i, m in enumerate(messages) if m is first), len(messages))
-        messages.insert(at, message)
-        turn.added.insert(0, message)  # part of this turn: recorded, logged, rolled back
-        turn.extra["session_start_message"] = message
-
-    def after_turn(self, turn: Any, result: Any) -> None:
-        if turn.extra.get("stop_hooks_ran"):
-            return
-        turn.extra["stop_hooks_ran"] = True
-        started = turn.extra.get("session_start_message")
-        if started is not None and not any(m is started for m in self.session.messages):
-            setattr(self.session, _STARTED, False)  # rolled back: start again next turn
-        outcome = run(
-            self.session, "Stop",
-            {"last_assistant_message": result.answer, "status": result.status},
-        )
-        events = result.record.setdefault("events", [])
-        events.extend({"kind": "hook", "text": t} for t in outcome.texts)
-        events.extend({"kind": "warning", "text": e} for e in outcome.errors)

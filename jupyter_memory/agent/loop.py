@@ -2,27 +2,42 @@
 
 ``run_turn`` appends the person's message, then calls the model until it ends its turn
 or the round limit is hit, running tools in between. Whatever happens (an API error, a
-Ctrl-C in the middle of a stream or a tool), the conversation is left consistent: no
-``tool_use`` without its ``tool_result``, and a turn that never reached the model is
-rolled back so the cell can simply be run again.
+Ctrl-C in the middle of a stream or a tool, a bug of ours), the conversation is left
+consistent: no ``tool_use`` without its ``tool_result``, and a turn that never reached the
+model is rolled back so the cell can simply be run again. A turn that fails says how, in
+the error classes of ``errors.py`` (``TurnResult.failure``): a model or transport error, a
+refusal meant for the person, or an internal error whose traceback went to the log.
+
+The session's background work (prefetch, extraction, session notes) runs in threads live;
+when it is synchronous (record, replay) the loop runs it at three points, so two runs do
+the same thing at the same moment: right after the prefetch starts, after the call hooks
+of each model call, and after the turn's ``after_turn`` hooks.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jupyter_memory.agent.failures import describe_failure
+from jupyter_memory.agent.failures import as_failure, is_model_failure, model_failure
 from jupyter_memory.agent.hooks import collect, dispatch
 from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import count_breakpoints, digest
-from jupyter_memory.context.pricing import charge
-from jupyter_memory.context.request_parts import part_store
+from jupyter_memory.context.sdk import ModelClient
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.clock import now_iso
+
+if TYPE_CHECKING:
+    from anthropic.types import Message
+
+    from jupyter_memory.agent.tools.base import ToolContext
+    from jupyter_memory.recall.prefetch import Prefetch
+
+log = logging.getLogger(__name__)
 
 TURN_MIME = "application/vnd.jupyter-memory.turn+json"
 #: Longest wait for prefetched memories before the first call (``wait_for_prefetch``).
@@ -50,13 +65,18 @@ class TurnEvents:
 
 @dataclass
 class TurnResult:
-    """How a turn ended, the answer, and the record that goes into the cell output."""
+    """How a turn ended, the answer, and the record that goes into the cell output.
 
-    status: str  # ok | max_turns | interrupted | error
+    A failed turn (``status == "error"``) carries its ``failure``: the error to raise in
+    the cell, in its class (``errors.py``); ``error`` is its one line.
+    """
+
+    status: str  # ok | max_tokens | max_turns | interrupted | error
     answer: str
     record: dict[str, Any]
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
+    failure: JupyterMemoryError | None = None
 
     @property
     def ok(self) -> bool:
@@ -90,7 +110,8 @@ class TurnState:
     messages it owns even if a hook (compaction) replaces earlier history meanwhile.
     """
 
-    def __init__(self, session: Session, prompt: str, events: TurnEvents, client: Any) -> None:
+    def __init__(self, session: Session, prompt: str, events: TurnEvents,
+                 client: ModelClient) -> None:
         self.session = session
         self.events = events
         self.client = client
@@ -106,7 +127,7 @@ class TurnState:
         self.activated: list[str] = []
         self.memories_before: set[str] = set()
         self.memories_written: list[str] = []
-        self.prefetch: Any = None
+        self.prefetch: Prefetch | None = None
         self.extra: dict[str, Any] = {}
 
     def add(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -146,7 +167,7 @@ def run_turn(
     session: Session,
     prompt: str,
     *,
-    client: Any = None,
+    client: ModelClient | None = None,
     events: TurnEvents | None = None,
     preamble: list[str] | None = None,
 ) -> TurnResult:
@@ -161,15 +182,18 @@ def run_turn(
         session.instructions.render_block(f) for f in files))
     turn.memories_before = set(ctx.written_memdir_files)
     turn.add(user_message(prompt, preamble))
-    status, error = "max_turns", None
+    status, failure = "max_turns", None
+    runner = session.runner
     try:
         _hooks(session, "before_turn", turn)
         turn.prefetch = session.start_prefetch(prompt, client)
         if turn.prefetch is not None:
             turn.prefetch.when_done(lambda prefetch: _notice_recall_failure(turn, prefetch))
+        runner.settle()  # synchronous: the prefetch is ready before the first call
         for round_index in range(session.config.max_turns):
             _consume_prefetch(turn, first_call=round_index == 0)
             _hooks(session, "before_call", turn, round_index)
+            runner.settle()  # synchronous: what the call hooks started (session notes)
             message = _call_model(turn, client, round_index)
             content = [_block_to_dict(b) for b in message.content] or [
                 {"type": "text", "text": EMPTY_REPLY}]
@@ -183,24 +207,34 @@ def run_turn(
         else:
             events.on_status(f"Stopped after {session.config.max_turns} model calls (max_turns).")
     except KeyboardInterrupt:
-        status, error = "interrupted", "Interrupted by the person; the conversation was kept consistent."
+        status = "interrupted"
         _close_after_interrupt(turn)
-    except Exception as exc:  # an API or network failure: report, keep the kernel alive
-        status, error = "error", describe_failure(exc)
+    except Exception as exc:  # keep the kernel alive; say what kind of failure it was
+        status, failure = "error", as_failure(exc, "while running the turn")
         _close_after_error(turn)
-    session.turn_count += 1
+    error = str(failure) if failure is not None else (
+        INTERRUPTED if status == "interrupted" else None)
+    conversation = session.conversation
+    conversation.turn_count += 1
     turn.memories_written = sorted(set(ctx.written_memdir_files) - turn.memories_before)
-    session.total_usage = session.total_usage + turn.usage
+    conversation.total_usage = conversation.total_usage + turn.usage
     answer = "\n\n".join(
         t for m in turn.new_messages if m["role"] == "assistant" and (t := _text_of(m["content"]))
     )
     if error:
         turn.events_log.append({"kind": "error" if status == "error" else "warning", "text": error})
     record = build_record(turn, answer, status, collect(session.hooks, "record_fields", turn))
-    session.last_record = record
-    result = TurnResult(status=status, answer=answer, record=record, error=error, usage=turn.usage)
+    conversation.last_record = record
+    result = TurnResult(status=status, answer=answer, record=record, error=error,
+                        usage=turn.usage, failure=failure)
     _hooks(session, "after_turn", turn, result)
+    runner.settle()  # synchronous: extraction and session notes, when the turn has ended
+    log.debug("turn %d of session %s: %s after %d model call(s)", conversation.turn_count,
+              session.session_id, status, len(turn.requests))
     return result
+
+
+INTERRUPTED = "Interrupted by the person; the conversation was kept consistent."
 
 
 def _notice_recall_failure(turn: TurnState, prefetch: Any) -> None:
@@ -212,7 +246,7 @@ def _notice_recall_failure(turn: TurnState, prefetch: Any) -> None:
 
 
 def _consume_prefetch(turn: TurnState, *, first_call: bool) -> None:
-    """Attach prefetched memories when they are ready (SPEC §4 B timing).
+    """Attach prefetched memories when they are ready (docs/reference.md#path-b-relevance-prefetch, its timing).
 
     The reference never waits: memories found while the first call is under way join
     the conversation only before the call after a tool round, so an answer that needs
@@ -229,7 +263,7 @@ def _consume_prefetch(turn: TurnState, *, first_call: bool) -> None:
         turn.add(message)
 
 
-def _call_model(turn: TurnState, client: Any, round_index: int) -> Any:
+def _call_model(turn: TurnState, client: ModelClient, round_index: int) -> Message:
     session = turn.session
     assembled = session.assemble()
     body = assembled.body
@@ -243,18 +277,22 @@ def _call_model(turn: TurnState, client: Any, round_index: int) -> Any:
                     turn.partial_text += event.text
                     turn.events.on_text(event.text)
             message = stream.get_final_message()
+    except Exception as exc:
+        if is_model_failure(exc):
+            raise model_failure(exc) from exc
+        raise  # not the endpoint's doing: an internal error, reported as one
     finally:  # worked out once the request is on its way, not before it leaves
         entry.update(digest=digest(body), breakpoints=count_breakpoints(body))
     turn.got_response = True
-    charge(session, "main", message, str(body.get("model") or ""))
+    session.cost_ledger.charge("main", message, str(body.get("model") or ""))
     usage = Usage.from_api(message.usage)
     turn.usage = turn.usage + usage
-    session.last_usage = usage
+    session.conversation.last_usage = usage
     entry.update(usage=usage.to_json(), stop_reason=message.stop_reason, id=message.id)
     return message
 
 
-def _run_tools(turn: TurnState, tool_uses: list[dict[str, Any]], ctx: Any) -> None:
+def _run_tools(turn: TurnState, tool_uses: list[dict[str, Any]], ctx: ToolContext) -> None:
     session = turn.session
     results: list[dict[str, Any]] = []
     try:
@@ -310,8 +348,9 @@ def _close_after_interrupt(turn: TurnState) -> None:
 
 
 def _close_after_error(turn: TurnState) -> None:
-    """Roll back a turn that never got an answer; otherwise close any dangling tool use."""
-    if not turn.got_response:
+    """Roll back a turn that never got an answer into the conversation (the call failed,
+    or the answer could not be read); otherwise close any dangling tool use."""
+    if not turn.got_response or not any(m["role"] == "assistant" for m in turn.added):
         turn.rollback()
         return
     last = turn.added[-1]
@@ -327,7 +366,7 @@ RECORD_DECISIONS = 200
 
 
 def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
-    """Why each memory was or was not in this turn (SPEC §11), and the selector call.
+    """Why each memory was or was not in this turn (docs/reference.md#where-this-project-differs), and the selector call.
 
     Past :data:`RECORD_DECISIONS` memories, the most telling decisions are kept and the
     rest counted in ``omitted`` (``%memory why`` lists them all).
@@ -358,7 +397,7 @@ def _compact_requests(
     turn's record carries what it needs but stores nothing for later records: its cell
     fails, and its output may never be saved.
     """
-    refs, parts = part_store(session).compact_all(
+    refs, parts = session.parts.compact_all(
         [r["body"] for r in requests], keep=status != "error")
     entries = [{**{k: v for k, v in r.items() if k != "body"}, **ref}
                for r, ref in zip(requests, refs, strict=True)]
@@ -376,7 +415,7 @@ def build_record(turn: TurnState, answer: str, status: str,
     return {
         "version": RECORD_VERSION,
         "session_id": session.session_id,
-        "turn": session.turn_count,
+        "turn": session.conversation.turn_count,
         "model": session.config.model,
         "memdir": str(session.memdir) if session.memdir is not None else None,
         "status": status,

@@ -1,4 +1,4 @@
-"""Session memory: rolling notes on the current session, kept in the background (SPEC §7).
+"""Session memory: rolling notes on the current session, kept in the background (docs/reference.md#session-memory).
 
 Once the conversation passes :data:`INIT_TOKENS`, the small model writes notes on it to
 ``<transcripts>/<session id>/session-memory/summary.md``, and refreshes them when the
@@ -14,20 +14,28 @@ messages they do not cover fit in :data:`KEEP_MAX_TOKENS`.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jupyter_memory.agent.compaction.budget import estimate_next_request
+from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.tokens import estimate_messages, estimate_tokens
+from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.fsutil import atomic_write
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.session import Session
+    from jupyter_memory.agent.background import BackgroundTask
+    from jupyter_memory.agent.host import SessionHost
+    from jupyter_memory.context.sdk import ModelClient
+
+log = logging.getLogger(__name__)
 
 INIT_TOKENS = 10_000
 UPDATE_TOKENS = 5_000
@@ -61,14 +69,13 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("Worklog", "Short dated steps of what was done, newest last."),
 )
 
-_ATTRIBUTE = "_jupyter_memory_session_memory"
 #: Environment switch (``0``/``1``, ``false``/``true``, ``off``/``on``) over the config.
 ENV_SWITCH = "JUPYTER_MEMORY_SESSION_MEMORY"
 _SWITCH = {"1": True, "true": True, "yes": True, "on": True,
            "0": False, "false": False, "no": False, "off": False}
 
 
-def notes_path(session: Session) -> Path:
+def notes_path(session: SessionHost) -> Path:
     """``<transcripts dir>/<session id>/session-memory/summary.md``."""
     from jupyter_memory.transcript.mirror import log_path
 
@@ -134,7 +141,7 @@ def _starts_cleanly(messages: Sequence[dict[str, Any]], k: int) -> bool:
 
 
 def keep_start(messages: Sequence[dict[str, Any]], uncovered: int) -> int | None:
-    """Where the verbatim part starts: at or before ``uncovered``, by the SPEC's rules.
+    """Where the verbatim part starts: at or before ``uncovered``, by the reference's rules (docs/reference.md#session-memory).
 
     Grows backwards from the first uncovered message until it has at least
     :data:`KEEP_MIN_TOKENS` and :data:`KEEP_MIN_TEXT_MESSAGES` text messages, never past
@@ -244,35 +251,27 @@ def cap_notes(notes: str) -> str:
     return "\n".join(kept) + f"\n\n[Notes cut at about {MAX_NOTES_TOKENS:,} tokens.]\n"
 
 
-class SessionNotes:
-    """A turn hook that keeps the session notes; register it in ``session.hooks``.
+class SessionNotes(TurnHook):
+    """A session's rolling notes, and the turn hook that keeps them (docs/reference.md#session-memory).
 
     ``enabled`` defaults to ``$JUPYTER_MEMORY_SESSION_MEMORY`` when set, else the session
-    config's ``session_memory`` (True unless set).
-    The notes are written by ``small_model`` through ``client_factory`` (default: the
-    turn's client). Its default is the Sonnet model the selector uses: the sources do not
-    say which model writes the reference's notes, but the notes stand in for the
+    config's ``session_memory`` (True unless set). The notes are written by
+    ``small_model`` through the turn's client (or the session's), as work of the session's
+    background runner. Its default is the Sonnet model the selector uses: the sources do
+    not say which model writes the reference's notes, but the notes stand in for the
     compaction summary, which the reference never hands to a smaller model.
     """
 
-    def __init__(
-        self,
-        session: Session,
-        *,
-        enabled: bool | None = None,
-        client_factory: Callable[[], Any] | None = None,
-    ) -> None:
+    def __init__(self, session: SessionHost, *, enabled: bool | None = None) -> None:
         self.session = session
         self._enabled = enabled
-        self.client_factory = client_factory
         self.initialized = False
         self.tokens_at_update = 0
         self.covered: dict[str, Any] | None = None
         self.updates = 0
         self.last_error: str | None = None
-        self._thread: threading.Thread | None = None
+        self._task: BackgroundTask | None = None
         self._lock = threading.Lock()
-        setattr(session, _ATTRIBUTE, self)
 
     @property
     def enabled(self) -> bool:
@@ -282,7 +281,7 @@ class SessionNotes:
         switch = _SWITCH.get(str(env.get(ENV_SWITCH, "")).strip().lower())
         if switch is not None:
             return switch
-        return bool(getattr(self.session.config, "session_memory", True))
+        return bool(self.session.config.session_memory)
 
     @property
     def path(self) -> Path:
@@ -290,8 +289,9 @@ class SessionNotes:
 
     @property
     def running(self) -> bool:
-        thread = self._thread
-        return thread is not None and thread.is_alive()
+        """Whether a refresh is under way (or queued, when background work is synchronous)."""
+        task = self._task
+        return task is not None and not task.done()
 
     def read(self) -> str | None:
         """The notes on disk, or None when there are none yet."""
@@ -319,11 +319,9 @@ class SessionNotes:
             for b in _blocks(m) if b.get("type") == "tool_use"
         )
 
-    def _maybe_start(self, client: Any, *, answered_without_tools: bool) -> bool:
+    def _maybe_start(self, client: ModelClient, *, answered_without_tools: bool) -> bool:
         if not self.enabled or self.running:
             return False
-        from jupyter_memory.agent.compaction.budget import estimate_next_request
-
         tokens = estimate_next_request(self.session)
         if not should_update(
             tokens=tokens, tokens_at_update=self.tokens_at_update,
@@ -333,55 +331,50 @@ class SessionNotes:
             return False
         return self.start_update(client, tokens=tokens)
 
-    def _active(self) -> bool:
-        """Only the newest SessionNotes of a session acts (a second one is inert)."""
-        return session_notes_for(self.session) is self
-
-    def before_call(self, turn: Any, round_index: int) -> None:
+    def before_call(self, turn: TurnView, round_index: int) -> None:
         """After a tool round (the last answer used tools): refresh on enough tool calls."""
-        if round_index > 0 and self._active():
+        if round_index > 0:
             self._maybe_start(turn.client, answered_without_tools=False)
 
-    def after_turn(self, turn: Any, result: Any) -> None:
+    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
         """After a final answer (it used no tool): refresh on token growth alone."""
-        if result.status in ("ok", "max_tokens") and self._active():
+        if result.status in ("ok", "max_tokens"):
             self._maybe_start(turn.client, answered_without_tools=True)
 
     # ------------------------------------------------------------------ updating
 
-    def start_update(self, client: Any = None, *, tokens: int | None = None) -> bool:
-        """Refresh the notes in a background thread; False if one is already running."""
+    def start_update(self, client: ModelClient | None = None, *,
+                     tokens: int | None = None) -> bool:
+        """Refresh the notes as background work; False if one is already under way."""
         with self._lock:
             if self.running:
                 return False
             messages = list(self.session.messages)
             if tokens is None:
-                from jupyter_memory.agent.compaction.budget import estimate_next_request
-
                 tokens = estimate_next_request(self.session)
             self.initialized = True
             self.tokens_at_update = tokens
-            self._thread = threading.Thread(
-                target=self._update_quietly, args=(messages, client),
-                name="jupyter-memory-session-notes", daemon=True,
-            )
-            self._thread.start()
+            self._task = self.session.runner.submit(
+                "session-notes", lambda: self._update_quietly(messages, client))
             return True
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait for a running refresh; True when none is running any more."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
+        """Wait for a refresh under way (running it now if it is queued); True when none
+        is running any more."""
+        task = self._task
+        if task is not None:
+            task.wait(timeout)
         return not self.running
 
-    def _update_quietly(self, messages: list[dict[str, Any]], client: Any) -> None:
+    def _update_quietly(self, messages: list[dict[str, Any]], client: ModelClient | None) -> None:
+        from jupyter_memory.agent.failures import describe_background_failure
+
         try:
             self.update(messages, client)
         except Exception as exc:  # a background refresh never disturbs the session
-            self.last_error = f"{type(exc).__name__}: {exc}"
+            self.last_error = describe_background_failure(exc, "refreshing the session notes")
 
-    def update(self, messages: Sequence[dict[str, Any]], client: Any = None) -> str:
+    def update(self, messages: Sequence[dict[str, Any]], client: ModelClient | None = None) -> str:
         """Refresh the notes from ``messages`` now (synchronously); returns the new notes."""
         if not messages:
             raise ValueError("there is no conversation to take notes on")
@@ -389,21 +382,19 @@ class SessionNotes:
         new = messages[start or 0 :] if start is not None else messages
         current = self.read() or template()
         if client is None:
-            client = self.client_factory() if self.client_factory else self.session.client()
+            client = self.session.client()
+        model = self.session.config.small_model or self.session.config.model
         reply = client.messages.create(
-            model=self.session.config.small_model or self.session.config.model,
+            model=model,
             max_tokens=UPDATE_MAX_TOKENS,
             system=_SYSTEM,
             messages=[{"role": "user", "content": update_prompt(current, render_conversation(new))}],
         )
-        from jupyter_memory.context.pricing import charge
-
-        charge(self.session, "notes", reply,
-               self.session.config.small_model or self.session.config.model)
+        self.session.cost_ledger.charge("notes", reply, model)
         text = "".join(getattr(b, "text", "") for b in reply.content if b.type == "text")
         notes = extract_notes(text)
         if not has_sections(notes) or is_empty(notes):
-            raise RuntimeError("the note taker answered without notes; the old notes were kept")
+            raise NotesRefused("the note taker answered without notes; the old notes were kept")
         notes = cap_notes(notes)
         path = self.path
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -415,6 +406,7 @@ class SessionNotes:
         )
         self.updates += 1
         self.last_error = None
+        log.debug("session notes refreshed (%d so far): %s", self.updates, path)
         return notes
 
     # ------------------------------------------------------------------ compaction
@@ -445,7 +437,5 @@ class SessionNotes:
         return NotesMaterial(notes.strip(), start)
 
 
-def session_notes_for(session: Session) -> SessionNotes | None:
-    """The :class:`SessionNotes` made for ``session``, if one was."""
-    found = getattr(session, _ATTRIBUTE, None)
-    return found if isinstance(found, SessionNotes) else None
+class NotesRefused(JupyterMemoryError):
+    """The note taker answered without notes: the old notes are kept."""

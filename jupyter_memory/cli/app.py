@@ -3,9 +3,11 @@
 A thin front end over :mod:`jupyter_memory.commands`, where every subcommand is declared
 once (the ``%memory`` magic is built from the same definitions). Every subcommand takes
 ``--project DIR`` (default: the current folder) and ``--json`` for machine-readable
-output. Exit codes: 0 success, 1 not found or the doctor found errors, 2 bad usage or bad
-input. Errors are one line on standard error, ``jupyter-memory SUBCOMMAND: message``
-(after the subcommand's usage when its arguments were wrong), never a traceback.
+output. Exit codes, carried by each error class (``errors.py``): 0 success, 1 not found or
+the doctor found errors, 2 bad usage or bad input, 3 the model call failed, 70 an internal
+error (a bug of ours). Errors are one line on standard error, ``jupyter-memory SUBCOMMAND:
+message`` (after the subcommand's usage when its arguments were wrong), never a traceback:
+that goes to the log (``jupyter_memory.logs``).
 """
 
 from __future__ import annotations
@@ -30,13 +32,30 @@ from jupyter_memory.commands import (
 )
 from jupyter_memory.commands import build_parser as _build_parser
 from jupyter_memory.commands.base import subparser
-from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.errors import (
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_MODEL,
+    EXIT_OK,
+    EXIT_USAGE,
+    JupyterMemoryError,
+    internal_error,
+)
 
-__all__ = ["CommandContext", "UsageError", "arg", "build_parser", "command", "main", "printable"]
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERNAL",
+    "EXIT_MODEL",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CommandContext",
+    "UsageError",
+    "arg",
+    "build_parser",
+    "command",
+    "main",
+    "printable",
+]
 
 UsageError = CommandUsageError
 """Bad command-line input found after parsing (exit code 2, with the usage)."""
@@ -60,9 +79,15 @@ def main(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Run the command line; returns the exit code (0 ok, 1 not found/errors, 2 usage)."""
+    """Run the command line; returns the exit code (0 ok, 1 not found/errors, 2 usage,
+    3 the model call failed, 70 an internal error)."""
     out = stdout if stdout is not None else _tolerant(sys.stdout)
     err = stderr if stderr is not None else _tolerant(sys.stderr)
+    from jupyter_memory.logs import setup as setup_log
+    from jupyter_memory.memdir.basedir import config_base
+
+    environ = os.environ if env is None else env
+    setup_log(config_base(environ), environ)
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -75,8 +100,7 @@ def main(
         err.write(report.usage + report.line + "\n")
         return EXIT_USAGE
     assert cmd.run is not None  # every command line subcommand has a function
-    ctx = CommandContext(cmd, args, os.environ if env is None else env, stdin or sys.stdin,
-                         out, err, front=CLI)
+    ctx = CommandContext(cmd, args, environ, stdin or sys.stdin, out, err, front=CLI)
     try:
         return int(cmd.run(ctx))
     except (JupyterMemoryError, OSError) as exc:
@@ -91,6 +115,12 @@ def main(
             sub = subparser(parser, ctx.subcommand)
             usage = sub.format_usage() if sub is not None else ""
         err.write(usage + printable(report.line) + "\n")
+        return report.code
+    except Exception as exc:  # a bug of ours: one line that says so; the traceback is logged
+        error = internal_error(exc, f"in {ctx.spelling}")
+        report = failure(error, ctx.spelling)
+        assert report is not None
+        err.write(printable(report.line) + "\n")
         return report.code
 
 

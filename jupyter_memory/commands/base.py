@@ -32,7 +32,8 @@ the first word that is not an option, and the rest is kept exactly as typed
 
 Errors have one shape everywhere, ``PROG SUBCOMMAND: message`` (:func:`error_line`): the
 magic raises it as IPython's ``UsageError``; the command line prints it to standard error
-(after the subcommand's usage when the arguments were wrong) and exits 1 or 2.
+(after the subcommand's usage when the arguments were wrong) and exits with the error's own
+code (``errors.py``: 1 not found, 2 usage, 3 the model call failed, 70 a bug of ours).
 
 Nothing here imports IPython (the import-linter contracts in pyproject.toml check it).
 """
@@ -55,11 +56,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TextIO, TypeVar
 
 from jupyter_memory.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
     ConfigError,
     JupyterMemoryError,
-    LockTimeout,
     MemoryExists,
-    MemoryNotFound,
 )
 from jupyter_memory.memdir.scopes import DEFAULT_AGENT
 
@@ -74,6 +76,9 @@ __all__ = [
     "BOTH",
     "CLI",
     "COMMANDS",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
     "MAGIC",
     "PROGS",
     "Args",
@@ -107,10 +112,6 @@ MAGIC = "magic"
 BOTH = (CLI, MAGIC)
 PROGS = {CLI: "jupyter-memory", MAGIC: "%memory"}
 """How each front end's subcommands are called: the first word of their usage and errors."""
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 
 # --------------------------------------------------------------------------- arguments
@@ -386,16 +387,15 @@ class Failure:
 
 
 def failure(exc: BaseException, prog: str, *, update_hint: str | None = None) -> Failure | None:
-    """The report of ``exc`` raised while running ``prog``; None for a bug (let it raise)."""
+    """The report of ``exc`` raised while running ``prog``, with the exit code its error
+    class carries; None for anything else (a bug: the front end reports it as one)."""
     if isinstance(exc, CommandUsageError):
         return Failure(error_line(exc.prog or prog, str(exc)), EXIT_USAGE, exc.usage)
-    if isinstance(exc, MemoryNotFound | LockTimeout):
-        return Failure(error_line(prog, str(exc)), EXIT_FAILED)
     if isinstance(exc, MemoryExists):
         hint = f" (`{update_hint}` updates it.)" if update_hint else ""
-        return Failure(error_line(prog, f"{exc}{hint}"), EXIT_USAGE)
-    if isinstance(exc, JupyterMemoryError):  # bad input: paths, secrets, settings
-        return Failure(error_line(prog, str(exc)), EXIT_USAGE)
+        return Failure(error_line(prog, f"{exc}{hint}"), exc.exit_code)
+    if isinstance(exc, JupyterMemoryError):  # bad input, not found, the model, a bug
+        return Failure(error_line(prog, str(exc)), exc.exit_code)
     if isinstance(exc, OSError):
         where = f" ({exc.filename})" if exc.filename else ""
         return Failure(error_line(prog, f"{exc.strerror or exc}{where}"), EXIT_FAILED)
@@ -844,8 +844,7 @@ class CommandContext(Generic[A]):
         if agent:
             from jupyter_memory.agent.definitions import load_agent
 
-            session = load_agent(session.project_root, agent, env=self.env).session(
-                self.folder, config=config, env=self.env)
+            session = session.child(load_agent(session.project_root, agent, env=self.env))
         return session
 
     def file_with_model(self, store: MemoryStore, body: str, *, today: _dt.date,

@@ -34,7 +34,7 @@ from jupyter_memory.commands.base import (
     arg,
     command,
 )
-from jupyter_memory.errors import JupyterMemoryError, MemoryDisabled, MemoryNotFound
+from jupyter_memory.errors import MemoryDisabled, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.memdir.index import load_for_model, parse_index
@@ -537,7 +537,7 @@ def _mode(ctx: CommandContext[ModeArgs]) -> int:
 @command("on", "Switch memory on for this session.", CommonArgs, fronts=(MAGIC,))
 def _on(ctx: CommandContext[CommonArgs]) -> int:
     session = ctx.session
-    session.memory_override = True
+    session.memory.enabled_override = True
     session.reset_tools()
     where = session.location.memdir
     ctx.emit({"enabled": True, "memdir": str(where)}, f"Memory on for this session: {where}")
@@ -548,21 +548,16 @@ def _on(ctx: CommandContext[CommonArgs]) -> int:
          CommonArgs, fronts=(MAGIC,))
 def _off(ctx: CommandContext[CommonArgs]) -> int:
     session = ctx.session
-    session.memory_override = False
+    session.memory.enabled_override = False
     session.reset_tools()
     ctx.emit({"enabled": False},
              "Memory off for this session: no index, no recall, no memory writes.")
     return EXIT_OK
 
 
-def _hook(ctx: CommandContext[Any], *, create: bool = False) -> ExtractionHook | None:
-    from jupyter_memory.agent.extraction import hook_for, install
-
-    session = ctx.session
-    hook = hook_for(session)
-    if hook is None and create:
-        hook = install(session)
-    return hook
+def _hook(ctx: CommandContext[Any]) -> ExtractionHook:
+    extraction: ExtractionHook = ctx.session.extraction
+    return extraction
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -575,9 +570,6 @@ class UndoArgs(CommonArgs):
          UndoArgs, fronts=(MAGIC,))
 def _undo(ctx: CommandContext[UndoArgs]) -> int:
     hook = _hook(ctx)
-    if hook is None:
-        raise JupyterMemoryError("the extraction agent is not running in this session, "
-                                 "so there is nothing to undo.")
     run_id = None
     if ctx.args.run is not None:
         try:
@@ -612,8 +604,7 @@ def _extraction(ctx: CommandContext[ExtractionArgs]) -> int:
     if action in ("status", "on", "off", "reset") and value is not None:
         raise CommandUsageError(f"`extraction {action}` takes no value.")
     if action == "on":
-        hook = _hook(ctx, create=True)
-        assert hook is not None
+        hook = _hook(ctx)
         hook.enabled_override = True
         hook.reset()
         ctx.emit({"enabled": True, "every": hook.every},
@@ -621,9 +612,6 @@ def _extraction(ctx: CommandContext[ExtractionArgs]) -> int:
                  f"(every {hook.every} such turn(s)).")
         return EXIT_OK
     hook = _hook(ctx)
-    if hook is None:
-        raise JupyterMemoryError("the extraction agent is not registered in this session; "
-                                 f"turn it on with {ctx.cmd('extraction on')}.")
     if action == "off":
         hook.enabled_override = False
         ctx.emit({"enabled": False}, "Extraction off for this session.")
@@ -718,7 +706,7 @@ def memory_table(memories: Sequence[Memory], ctx: CommandContext[Any] | None = N
     file."""
     if not memories:
         return "No memories yet."
-    # The scope column appears once the project has team memories (SPEC §8), the author
+    # The scope column appears once the project has team memories (docs/reference.md#team-mode), the author
     # column once a memory names who wrote it (every team write does).
     scoped = any(m.scope != "private" for m in memories)
     authored = any(m.author for m in memories)

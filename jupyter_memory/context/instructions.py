@@ -1,4 +1,4 @@
-"""Instruction memory: the ``CLAUDE.md`` family (SPEC §3).
+"""Instruction memory: the ``CLAUDE.md`` family (docs/reference.md#instruction-memory).
 
 People write these files; the harness sends them, whole, at the top of every request.
 This module finds them, follows their ``@path`` imports, strips HTML block comments,

@@ -1,4 +1,4 @@
-"""Model limits and the context thresholds derived from them (SPEC §7).
+"""Model limits and the context thresholds derived from them (docs/reference.md#compaction).
 
 One table holds every model's context window and maximum output; every threshold the
 project shows or acts on (effective window, warning, autocompact, blocking, the
@@ -161,7 +161,7 @@ class Thresholds:
 
 
 def thresholds(info: ModelInfo, max_output_tokens: int | None = None) -> Thresholds:
-    """The SPEC §7 levels: for a 200K window, 180K / 147K / 167K / 177K."""
+    """The compaction levels (docs/reference.md#compaction): for a 200K window, 180K / 147K / 167K / 177K."""
     out = info.max_output_tokens if max_output_tokens is None else max_output_tokens
     effective = info.context_window - min(out, SUMMARY_OUTPUT_RESERVE)
     autocompact = effective - AUTOCOMPACT_MARGIN

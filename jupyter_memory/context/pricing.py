@@ -3,7 +3,7 @@
 Token counts alone mislead: a cache read bills a tenth of an uncached input token and a
 cache write a quarter more, and the side calls (the recall selector, the extraction
 fork, compaction summaries, session notes) never show in a turn's own numbers. The
-session keeps one :class:`CostLedger` that every call site charges (``charge``); the
+session keeps one :class:`CostLedger` that every call site charges (``ledger.charge``); the
 ledger's snapshot travels in each turn record under ``"cost"``, so a saved notebook can
 be priced without a kernel (``jupyter-memory cost NOTEBOOK.ipynb``, docs/context.md).
 
@@ -167,14 +167,6 @@ class CostLedger:
         for row in other.to_json():
             self.add(row["kind"], row["model"], Usage.from_api(row["usage"]),
                      simulated=row["simulated"], calls=row["calls"])
-
-
-def charge(session: object, kind: str, message: Any, model: str = "") -> None:
-    """Charge ``session``'s ledger (its ``cost_ledger``) with one response; a no-op for
-    objects without one. Any object is accepted: the context layer names no session class."""
-    ledger = getattr(session, "cost_ledger", None)
-    if ledger is not None:
-        ledger.charge(kind, message, model)
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ the ``parts`` map of the first record of the session that needs it; later record
 it by digest. :func:`expand_request` rebuilds the exact body from any mapping of digests
 to parts and checks it against the request's ``digest``.
 
-:class:`PartStore` is the kernel side: one per session, it knows which digests the
-session's earlier records already hold. A new session (a restart, a resume) starts a new
-store, so the records of one session never refer to another's.
+:class:`PartStore` is the kernel side: one per session (``session.parts``), it knows
+which digests the session's earlier records already hold. A new session (a restart, a
+resume) starts a new store, so the records of one session never refer to another's.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ __all__ = [
     "expand_request",
     "known_part",
     "notebook_parts",
-    "part_store",
     "request_body",
     "turn_record_schema",
 ]
@@ -50,6 +49,10 @@ __all__ = [
 #: The JSON Schema of the turn record this package writes (shipped in the wheel); the lab
 #: extension's TypeScript type is generated from it (``npm run build:schema``).
 TURN_RECORD_SCHEMA = Path(__file__).parent.parent / "schemas" / "turn-record.v2.json"
+
+#: Every part store of this process (weakly: a store goes with its session).
+_LIVE: weakref.WeakSet[PartStore] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
 
 #: The body fields a version-2 request entry stores as parts; the others go to ``params``.
 PART_FIELDS = ("system", "tools", "messages")
@@ -99,6 +102,8 @@ class PartStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.values: dict[str, Any] = {}
+        with _LIVE_LOCK:  # for known_part; a store goes when its session does
+            _LIVE.add(self)
         # rolling key of a message-digest prefix -> digest of the conversation part for it
         self._chains: dict[str, str] = {}
 
@@ -163,36 +168,10 @@ class PartStore:
         return ref, new
 
 
-# id(session) -> (weak reference to it, its store); sessions are unhashable dataclasses.
-_stores: dict[int, tuple[weakref.ref[object], PartStore]] = {}
-_stores_lock = threading.Lock()
-
-
-def _forget(key: int) -> None:
-    with _stores_lock:
-        _stores.pop(key, None)
-
-
-def part_store(session: object) -> PartStore:
-    """The part store of ``session`` (made on first use, gone with the session).
-
-    Only the object's identity is used, so any object that takes a weak reference will do.
-    """
-    key = id(session)
-    with _stores_lock:
-        held = _stores.get(key)
-        if held is not None and held[0]() is session:
-            return held[1]
-        store = PartStore()
-        _stores[key] = (weakref.ref(session), store)
-    weakref.finalize(session, _forget, key)
-    return store
-
-
 def known_part(digest: str) -> Any:
     """A part any live session of this process stored, or ``None`` (the live turn view)."""
-    with _stores_lock:
-        stores = [store for _ref, store in _stores.values()]
+    with _LIVE_LOCK:
+        stores = list(_LIVE)
     for store in stores:
         if digest in store.values:
             return store.values[digest]

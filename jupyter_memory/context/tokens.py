@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jupyter_memory.context.sdk import ModelClient
 
 #: Per-message framing the API adds around each message (role markers and the like).
 MESSAGE_OVERHEAD = 4
@@ -116,7 +119,7 @@ class Usage:
         }
 
 
-def count_tokens_remote(client: Any, body: Mapping[str, Any]) -> int:
+def count_tokens_remote(client: ModelClient, body: Mapping[str, Any]) -> int:
     """Ask the endpoint's count-tokens API for the exact size of a request body."""
     fields = {k: body[k] for k in ("model", "messages", "system", "tools") if k in body}
     result = client.messages.count_tokens(**fields)

@@ -48,6 +48,11 @@ def load_ipython_extension(ipython: Any) -> None:
 
     log_cells(ipython)  # what the person runs reaches the agent's next turn
 
+    from jupyter_memory.logs import setup as setup_log
+    from jupyter_memory.memdir.basedir import config_base
+
+    setup_log(config_base())  # the kernel's log: never into a cell (docs/troubleshooting.md)
+
 
 def ask_person(question: str) -> bool | None:
     """Ask a yes/no question on the kernel's stdin; None when nobody can answer.

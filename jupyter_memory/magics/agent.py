@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +52,7 @@ from jupyter_memory.context.models import (
     default_small_model,
     unknown_model_note,
 )
-from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.errors import InternalError, JupyterMemoryError, internal_error
 from jupyter_memory.magics.cells import cell_log_for, is_agent_cell
 from jupyter_memory.magics.cells import quiet as quiet_cells
 from jupyter_memory.magics.commands import magic_doc, usage_error
@@ -66,14 +65,18 @@ from jupyter_memory.sessions.resume import (
     resume_session,
 )
 from jupyter_memory.sessions.sandbox import hand_over
-from jupyter_memory.widgets.render import tool_line, turn_bundle
+from jupyter_memory.widgets.render import tool_line, tool_text, turn_bundle
+from jupyter_memory.widgets.safe import md_text, safe_markdown
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.definitions import AgentSession
     from jupyter_memory.agent.session import Session
 
 #: How often the streaming view is redrawn, in seconds.
 REDRAW_EVERY = 0.25
+#: After a redraw that took ``t`` seconds, the next waits at least ``t`` times this: each
+#: redraw makes the whole answer safe again (widgets/safe.py), so a long answer is
+#: redrawn less often instead of spending the stream on it (at most a fifth of the time).
+REDRAW_PAUSE_FACTOR = 4.0
 
 def is_terminal(shell: Any) -> bool:
     """True in terminal IPython, where displays print their text and nothing updates."""
@@ -129,7 +132,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         super().__init__(**kwargs)
         self._resume_checked: Any = None
         self._env_replay_done = False
-        self._agent_sessions: dict[str, AgentSession] = {}
+        self._agent_sessions: dict[str, Session] = {}
         self._models_noted: set[str] = set()  # unknown model names already warned about
 
     @default("model")
@@ -165,26 +168,23 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             session = session_for(self.shell, self.agent_config())
         return session
 
-    def agent_session(self, name: str) -> AgentSession:
-        """The session of the agent defined in ``.claude/agents/NAME.md`` (one per kernel).
+    def agent_session(self, name: str) -> Session:
+        """The child session of the agent defined in ``.claude/agents/NAME.md`` (one per
+        kernel session): ``main.child(definition)``.
 
-        It shares the main session's folder and model client (so record and replay cover
-        it too) but has its own prompt, tools, conversation and memory (SPEC §8).
+        It shares the main session's model endpoint, background runner and cost ledger (so
+        record and replay cover it too) but has its own prompt, tools, conversation and
+        memory (docs/reference.md#agent-memory).
         """
         from jupyter_memory.agent.definitions import load_agent
 
         main = self.session()
         session = self._agent_sessions.get(name)
-        if (session is None or session.agent is None
+        if (session is None or session.agent is None or session.parent is not main
                 or session.config != session.agent.config_for(self.agent_config())):
             definition = load_agent(main.project_root, name, env=main.env)
-            # Derived from the main session's id, so a replayed notebook (which restores
-            # that id from its recording) gives the agent the same id as when recorded.
-            agent_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{main.session_id}/agent/{name}"))
-            session = definition.session(main.cwd, config=self.agent_config(), env=main.env,
-                                         notebook=main.notebook, session_id=agent_id)
+            session = main.child(definition, config=self.agent_config())
             self._agent_sessions[name] = session
-        session.client_factory = main.client_factory
         return session
 
     @no_var_expand  # a prompt is sent as typed; only a line subcommand is expanded
@@ -225,7 +225,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             session = self.session()
             self._maybe_auto_resume(session, line, cell)
         try:
-            client = session.make_client()
+            client = session.client()
         except NoModelConfigured as exc:
             raise UsageError(str(exc)) from None
         self._note_unknown_model(session.config.model)
@@ -234,32 +234,36 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         ctx = session.tool_context(namespace=self._namespace())
         ctx.permission.prompt = console_prompt()
         try:
+            # Recording or replaying, the turn's background work (extraction) finishes
+            # inside run_turn, at a defined point: what the cell shows does not depend on
+            # how busy the machine is, and a replay reads the same outputs as the recording.
             result = run_turn(session, prompt, client=client, preamble=preamble,
                               events=view.events())
+        except InternalError:
+            view.close()
+            raise  # one line naming the bug (its traceback is in the log)
         except JupyterMemoryError as exc:
             view.close()
             raise UsageError(str(exc)) from None
+        except Exception as exc:
+            view.close()
+            raise internal_error(exc, "in the %%agent cell") from exc
         controller = record.controller(session)
         replaying = controller if isinstance(controller, record.Replayer) else None
-        if controller is not None:
-            # Recording or replaying: let the turn's background work (extraction) finish
-            # inside this cell, so what the cell shows does not depend on how busy the
-            # machine is, and a replay reads the same outputs as the recording.
-            _wait_for_background(session, RECORD_REPLAY_WAIT_SECONDS)
         problem = replaying.take_new_mismatch() if replaying is not None else None
         for warning in replaying.take_new_warnings() if replaying is not None else []:
             print(warning, file=sys.stderr)
         state_for(self.shell).last_agent_count = self._count()
         if problem is not None and result.status == "error":
             view.close()  # the turn itself was refused: the error below says it all
-            raise UsageError(problem)
+            raise record.ReplayMismatch(problem)
         view.finish(turn_bundle(result.record), expect_notice=_background_running(session))
-        if result.status == "error":
-            # The record stays in the cell (resume reads it); the cell fails so that Run
-            # All, nbclient and papermill stop here.
-            raise UsageError(result.error or "The turn failed; see the session log.")
+        if result.failure is not None:
+            # The record stays in the cell (resume reads it); the cell fails with the
+            # error's one line, so Run All, nbclient and papermill stop here and say why.
+            raise result.failure
         if problem is not None:  # background work of the turn (extraction) was refused
-            raise UsageError(problem)
+            raise record.ReplayMismatch(problem)
 
     def _expand(self, line: str, local_ns: Any) -> str:
         """``$name`` and ``{expression}`` in ``line``, as IPython expands a line magic's
@@ -401,7 +405,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         controller = record.controller(session)
         memdir = session.memdir
         lines = [
-            f"Session {session.session_id}: {session.turn_count} turns, "
+            f"Session {session.session_id}: {session.conversation.turn_count} turns, "
             f"{len(session.messages)} messages in the conversation",
             f"Model: {session.config.model}",
             f"Notebook: {notebook or 'unknown'}",
@@ -418,7 +422,8 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         if not self.auto_resume or self._resume_checked is session:
             return
         self._resume_checked = session
-        if session.turn_count or session.messages or record.controller(session) is not None:
+        if (session.conversation.turn_count or session.messages
+                or record.controller(session) is not None):
             return
         path = notebook_for(session, self._user_ns)
         if path is None or not path.is_file() or not has_turn_records(path):
@@ -518,8 +523,8 @@ last week is a question, and %agent -- resume my work always is).
 
 After a kernel restart the first agent turn resumes from the saved notebook by itself
 (%config Agent.auto_resume = False to start fresh instead). A turn that ends in an error
-(endpoint down, a request the replay does not hold) fails the cell with one line, so Run
-All, nbclient and papermill stop there.
+(endpoint down, a request the replay does not hold, a bug of ours) fails the cell with one
+line naming the error, so Run All, nbclient and papermill stop there and say why.
 """, """
 %agent How many rows does sales_df have?
 
@@ -540,71 +545,73 @@ Review the join in the cell above.
 
 def _log_file(session: Session) -> str:
     """Where the session's turns are written (a replay writes to a file of its own)."""
-    log = getattr(session, "log", None)
-    if log is None or log not in session.hooks:
+    log = session.log
+    if log is None:
         return "not written"
     return str(getattr(log, "written_to", None) or log.path)
-
-
-#: Longest wait, while recording or replaying, for a turn's extraction to finish.
-RECORD_REPLAY_WAIT_SECONDS = 120.0
-
-
-def _wait_for_background(session: Session, timeout: float) -> None:
-    from jupyter_memory.agent.extraction import hook_for
-
-    hook = hook_for(session)
-    if hook is not None:
-        hook.wait(timeout)
 
 
 def _background_running(session: Session) -> bool:
     """Whether work the turn started (extraction, the recall prefetch) is still running as
     the cell ends, so a notice of it may come after."""
-    from jupyter_memory.agent.extraction import hook_for
-    from jupyter_memory.recall import last_prefetch
-
-    hook = hook_for(session)
-    prefetch = last_prefetch(session)
-    return bool((hook is not None and hook.running)
-                or (prefetch is not None and not prefetch.done()))
+    prefetch = session.last_prefetch
+    return bool(session.extraction.running or (prefetch is not None and not prefetch.done()))
 
 
 class _StreamView:
-    """A display that grows as the answer streams in, then becomes the turn record."""
+    """A display that grows as the answer streams in, then becomes the turn record.
+
+    Every redraw sends markdown made by :mod:`jupyter_memory.widgets.safe`: the model's
+    text (its raw HTML escaped, links checked, images as text) between our own lines for
+    tool calls and status. A live output is trusted, so nothing else may reach it.
+    """
 
     def __init__(self) -> None:
         self.text = ""
+        # What was streamed, in order: ("answer", model text) or ("ours", safe markdown).
+        self.parts: list[tuple[str, str]] = []
         self.handle: Any = None
         self.notice_handle: Any = None
         self.notice_shown = False  # whether notice_handle holds a notice (else a free spot)
-        self.last = 0.0
+        self.next_redraw = 0.0
 
     def events(self) -> TurnEvents:
         return TurnEvents(on_text=self._on_text, on_tool_start=self._on_tool,
                           on_status=self._on_status, on_notice=self._on_notice)
 
+    def markdown(self) -> str:
+        """The stream so far as safe markdown."""
+        shown = (safe_markdown(text) if kind == "answer" else text for kind, text in self.parts)
+        return "\n\n".join(part for part in shown if part)
+
     def _show(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self.last < REDRAW_EVERY:
+        start = time.monotonic()
+        if not force and start < self.next_redraw:
             return
-        self.last = now
-        bundle = {"text/markdown": self.text or "…", "text/plain": self.text or "…"}
+        bundle = {"text/markdown": self.markdown() or "…", "text/plain": self.text or "…"}
         if self.handle is None:
             self.handle = display(bundle, raw=True, display_id=True)
         else:
             self.handle.update(bundle, raw=True)
+        end = time.monotonic()
+        self.next_redraw = start + max(REDRAW_EVERY, (end - start) * (1 + REDRAW_PAUSE_FACTOR))
 
     def _on_text(self, chunk: str) -> None:
         self.text += chunk
+        if self.parts and self.parts[-1][0] == "answer":
+            self.parts[-1] = ("answer", self.parts[-1][1] + chunk)
+        else:
+            self.parts.append(("answer", chunk))
         self._show()
 
     def _on_tool(self, use: dict[str, Any]) -> None:
-        self.text += f"\n\n🔧 {tool_line(use['name'], use.get('input'))}\n\n"
+        self.text += f"\n\n🔧 {tool_text(use['name'], use.get('input'))}\n\n"
+        self.parts.append(("ours", f"🔧 {tool_line(use['name'], use.get('input'))}"))
         self._show(force=True)
 
     def _on_status(self, text: str) -> None:
         self.text += f"\n\n> {text}\n\n"
+        self.parts.append(("ours", "\n".join("> " + line for line in md_text(text).split("\n"))))
         self._show(force=True)
 
     def finish(self, bundle: dict[str, Any], *, expect_notice: bool = False) -> None:
@@ -620,7 +627,8 @@ class _StreamView:
             self.notice_shown = False
 
     def _on_notice(self, text: str, payload: dict[str, Any]) -> None:
-        bundle: dict[str, Any] = {"text/markdown": text, "text/plain": text}
+        # The notice names files the model chose: its markdown goes through the same rules.
+        bundle: dict[str, Any] = {"text/markdown": safe_markdown(text), "text/plain": text}
         if payload:
             bundle["application/vnd.jupyter-memory.notice+json"] = payload
         if self.notice_handle is None or self.notice_shown:  # a notice never hides another
@@ -664,7 +672,7 @@ class _TerminalView:
         self._write(chunk)
 
     def _on_tool(self, use: dict[str, Any]) -> None:
-        self._line(f"[tool] {tool_line(use['name'], use.get('input')).replace('`', '')}")
+        self._line(f"[tool] {tool_text(use['name'], use.get('input'))}")
 
     def _on_status(self, text: str) -> None:
         self._line(f"[{text}]")

@@ -35,8 +35,9 @@ from jupyter_memory.commands import (
     printable,
     read_words,
 )
-from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.errors import InternalError, JupyterMemoryError, internal_error
 from jupyter_memory.memdir.scopes import DEFAULT_AGENT
+from jupyter_memory.widgets.safe import md_link, md_text
 
 __all__ = ["OPEN_MIME", "MagicCommandContext", "magic_doc", "read_line", "run_command",
            "show_file", "usage_error"]
@@ -75,8 +76,12 @@ def run_command(magics: Any, cmd: Command, args: Args, *, cell: str | None = Non
     try:
         ctx.env = magics.agent.session().env
         cmd.run(ctx)
+    except InternalError:
+        raise
     except (JupyterMemoryError, OSError) as exc:
         raise usage_error(exc, ctx.spelling) from None
+    except Exception as exc:  # a bug of ours: one line that says so; the traceback is logged
+        raise internal_error(exc, f"in {ctx.spelling}") from exc
 
 
 def magic_doc(program: str, intro: str, examples: str) -> str:
@@ -164,7 +169,7 @@ class MagicCommandContext(CommandContext[Any]):
                         description: str | None, type: str | None,
                         file: str | None = None) -> Any:
         from jupyter_memory.agent.client import NoModelConfigured
-        from jupyter_memory.agent.extraction import describe_error
+        from jupyter_memory.agent.failures import is_model_failure, model_failure
         from jupyter_memory.agent.remember import remember_offline, remember_with_agent
         from jupyter_memory.sessions.sandbox import echoes
 
@@ -183,9 +188,11 @@ class MagicCommandContext(CommandContext[Any]):
                                        description=description, type=type, today=today)
         except JupyterMemoryError:
             raise
-        except Exception as exc:  # the model call failed: nothing was saved
-            raise JupyterMemoryError(
-                f"{describe_error(exc)} Nothing was saved; run the cell again, or add "
+        except Exception as exc:
+            if not is_model_failure(exc):  # a bug of ours: say so, log it
+                raise internal_error(exc, "in the %%remember cell") from exc
+            raise JupyterMemoryError(  # the model call failed: nothing was saved
+                f"{model_failure(exc)} Nothing was saved; run the cell again, or add "
                 "--offline to save it without a model.") from exc
 
     # ------------------------------------------------------------------ the memory
@@ -200,9 +207,10 @@ class MagicCommandContext(CommandContext[Any]):
 
     def memory_state(self) -> tuple[bool, str]:
         session = self.session
-        if session.memory_override is not None:
-            state = "on" if session.memory_override else "off"
-            return session.memory_enabled, f"switched {state} for this session ({self.cmd(state)})"
+        override = session.memory.enabled_override
+        if override is not None:
+            state = "on" if override else "off"
+            return session.memory.enabled, f"switched {state} for this session ({self.cmd(state)})"
         return super().memory_state()
 
     def project_store(self) -> Any:
@@ -243,5 +251,7 @@ def show_file(path: Path, label: str) -> None:
     except ValueError:
         rel = None
     if rel is not None:
-        bundle["text/markdown"] = f"Edit {label}: [{rel.as_posix()}]({rel.as_posix()})"
+        # The label and the file name are memory text: literal, and a link only if safe.
+        bundle["text/markdown"] = (f"{md_text(f'Edit {label}:')} "
+                                   f"{md_link(rel.as_posix(), rel.as_posix())}")
     display(bundle, raw=True)

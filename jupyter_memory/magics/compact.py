@@ -8,7 +8,6 @@ log keeps every message.
 
 from __future__ import annotations
 
-import html
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from jupyter_memory.commands.compact import COMPACT, CompactArgs
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.magics.commands import magic_doc, usage_error
 from jupyter_memory.widgets.compaction import compaction_bundle
+from jupyter_memory.widgets.safe import escape
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
@@ -88,14 +88,14 @@ class CompactMagics(Magics):
         after = estimate_next_request(session)
         text = (f"Cleared {cleared} old tool output{'s' if cleared != 1 else ''}: "
                 f"{before:,} → {after:,} tokens. Undo with %compact --undo.")
-        display({"text/plain": text, "text/html": f"<p>{html.escape(text)}</p>"}, raw=True)
+        display({"text/plain": text, "text/html": f"<p>{escape(text)}</p>"}, raw=True)
 
     def _undo(self, session: Session) -> None:
         entry = undo(session)
         tokens = estimate_next_request(session)
         text = (f"Restored the conversation from before the {entry.description}: "
                 f"{len(session.messages)} messages, about {tokens:,} tokens.")
-        display({"text/plain": text, "text/html": f"<p>{html.escape(text)}</p>"}, raw=True)
+        display({"text/plain": text, "text/html": f"<p>{escape(text)}</p>"}, raw=True)
 
     def _status(self, session: Session, *, as_json: bool) -> None:
         data = status(session)

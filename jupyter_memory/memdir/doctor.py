@@ -1,4 +1,4 @@
-"""Checking and repairing a memdir (SPEC §10 weak points 1 and 2).
+"""Checking and repairing a memdir (docs/reference.md#known-weak-points, weak points 1 and 2).
 
 :func:`doctor` reports what would make memories invisible or confusing: topic files the
 index does not point at ("ghosts" that index-mode recall never sees), pointers to files
@@ -354,7 +354,7 @@ def doctor(
 ) -> list[Finding]:
     """Every problem found in the store's memdir (and orphaned project memdirs), worst first.
 
-    The private store's doctor leaves team memories (SPEC §8) to the team folder's own
+    The private store's doctor leaves team memories (docs/reference.md#team-mode) to the team folder's own
     index; the team folder's store (``--scope team``) checks that index against the team
     files and lists held-back files and conflict copies, which stay out of it.
     """

@@ -1,4 +1,4 @@
-"""Where things live: the memdir, the per-project folder and the transcripts (SPEC §2).
+"""Where things live: the memdir, the per-project folder and the transcripts (docs/reference.md#location-and-key).
 
 The location rules copy the reference exactly, because people use this project next to
 Claude Code and both must find the same files: the project folder name is the project

@@ -1,7 +1,7 @@
 """Which folder is the project: the realpath of the canonical git root, or the folder itself.
 
 Worktrees of one repository share one project (and so one memdir); submodules keep their own
-(SPEC §2). Trust, settings and the memdir location all start from this answer.
+(docs/reference.md#location-and-key). Trust, settings and the memdir location all start from this answer.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scanning a memdir: every topic file's frontmatter, newest first (SPEC §4 B).
+"""Scanning a memdir: every topic file's frontmatter, newest first (docs/reference.md#path-b-relevance-prefetch).
 
 A scan lists the files with ``stat`` only, sorts them by modification time, keeps the
 newest ``limit`` and reads the first 30 lines of just those. A :class:`ScanCache` keeps

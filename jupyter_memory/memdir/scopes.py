@@ -3,9 +3,9 @@
 Two families of scope, named apart because they answer different questions:
 
 * :data:`MEMORY_SCOPES` — where one of the project's memories lives: ``private`` (the
-  person's memdir) or ``team`` (the folder the team shares, SPEC §8). Every record has
+  person's memdir) or ``team`` (the folder the team shares, docs/reference.md#team-mode). Every record has
   one (``Memory.scope``), and a team memory's ``file`` starts with ``team/``.
-* :data:`AGENT_SCOPES` — an agent's own memory (SPEC §8): ``user``
+* :data:`AGENT_SCOPES` — an agent's own memory (docs/reference.md#agent-memory): ``user``
   (``<base>/agent-memory/<agent>/``), ``project`` and ``local`` (under the project's
   ``.claude/``), the values an agent file's ``memory:`` field may take.
 
@@ -67,7 +67,7 @@ def scope_of(file: str) -> str:
 
 
 def default_scope(type: str | None, text: str = "") -> str:
-    """The scope the reference's rules give a memory of ``type`` (SPEC §8).
+    """The scope the reference's rules give a memory of ``type`` (docs/reference.md#team-mode).
 
     ``user`` is always private; ``feedback`` is private unless it states a convention
     for the whole project (which only the writer can judge, so this returns private);

@@ -1,4 +1,4 @@
-"""The three Claude Code settings files that steer memory (SPEC §2).
+"""The three Claude Code settings files that steer memory (docs/reference.md#location-and-key).
 
 User ``<base>/settings.json``, shared project ``.claude/settings.json`` and
 project-local ``.claude/settings.local.json`` are read and merged, later ones winning.

@@ -23,6 +23,7 @@ already on record, and the callers leave a notice that says how to trust.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -313,6 +314,7 @@ def _ask(kind: str, folder: Path, question: str, env: Mapping[str, str] | None) 
     try:
         answer = prompter(question)
     except Exception:  # a broken front end must not break the session
+        logging.getLogger(__name__).info("asking the person failed", exc_info=True)
         answer = None
     if answer is None:
         return False

@@ -1,4 +1,4 @@
-"""Recall: how memories reach the model (SPEC §4).
+"""Recall: how memories reach the model (docs/reference.md#recall).
 
 Path A (the index in every request) is assembled by :mod:`jupyter_memory.context.assemble`; this
 package holds path B, relevance prefetch, and the explanation of recall for every path.
@@ -13,7 +13,7 @@ package holds path B, relevance prefetch, and the explanation of recall for ever
 from __future__ import annotations
 
 from jupyter_memory.recall.attach import Excerpt, attachment_message, header_text, read_excerpt
-from jupyter_memory.recall.caches import last_prefetch, scan_cache
+from jupyter_memory.recall.caches import scan_cache
 from jupyter_memory.recall.conversation import (
     RECALL_KIND,
     agent_files,
@@ -46,6 +46,7 @@ from jupyter_memory.recall.prefetch import (
     SELECTOR_KINDS,
     Prefetch,
     cjk_count,
+    last_prefetch,
     skip_reason,
     start_prefetch,
 )

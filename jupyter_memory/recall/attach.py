@@ -137,7 +137,7 @@ def attachment_message(
     path (``"B"``), its age and size at attachment time, the limit that cut it and the
     header; ``context.wire_messages`` strips it before sending.
     """
-    path = team_path(Path(memdir), file)  # ``team/…`` may live outside the memdir (SPEC §8)
+    path = team_path(Path(memdir), file)  # ``team/…`` may live outside the memdir (docs/reference.md#team-mode)
     mtime = path.stat().st_mtime
     excerpt = read_excerpt(path, max_bytes=max_bytes, max_lines=max_lines)
     days = age_days(mtime, now)

@@ -60,14 +60,14 @@ def decision(memory: Any, kind: str, reason: str, path: str, **extra: Any) -> di
                   "age_days": memory.age_days, "bytes": memory.bytes,
                   "indexed": bool(memory.indexed)}
         scope = getattr(memory, "scope", scope_of(memory.file))
-    if scope != "private":  # a team memory says so (SPEC §8); private is the default
+    if scope != "private":  # a team memory says so (docs/reference.md#team-mode); private is the default
         record["scope"] = scope
     record.update(extra)
     return record
 
 
 def _scan_all(memdir: Path) -> list[Any]:
-    """Private and team memories (SPEC §8), each with its scope."""
+    """Private and team memories (docs/reference.md#team-mode), each with its scope."""
     from jupyter_memory.memdir.team import scan_all
     from jupyter_memory.recall.caches import scan_cache
 
@@ -125,7 +125,7 @@ def _explained_index(memdir: Path, session: RecallSession) -> _Explained:
 
     cache = scan_cache(memdir)
     seen = frozenset(_agent_seen(session, memdir))
-    team_dir = getattr(session, "team_dir", None)
+    team_dir = session.team_dir
     team = Path(team_dir) if team_dir is not None else None
     if team is not None and not team.is_relative_to(memdir):
         # A team folder elsewhere (teamMemoryDirectory) changes without the memdir's
@@ -261,9 +261,7 @@ def explain(session: RecallSession, prefetch: Any = None) -> list[dict[str, Any]
         return []
     if session.recall_mode != "prefetch":
         return explain_index(session)
-    from jupyter_memory.recall.caches import last_prefetch
-
-    latest = last_prefetch(session)
+    latest = session.last_prefetch
     return list(latest.decisions) if latest is not None else explain_static(session)
 
 

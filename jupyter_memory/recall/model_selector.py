@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.memdir.index import normalize_file
 from jupyter_memory.recall.limits import (
@@ -20,6 +20,9 @@ from jupyter_memory.recall.limits import (
     SELECTOR_MAX_TOKENS,
     SELECTOR_TIMEOUT_SECONDS,
 )
+
+if TYPE_CHECKING:
+    from jupyter_memory.context.sdk import ModelClient
 
 __all__ = [
     "SELECTOR_SYSTEM",
@@ -165,7 +168,8 @@ def validate(names: Iterable[str], manifest_files: Iterable[str]) -> SelectorAns
 
 
 def call_selector(
-    client: Any, request: Mapping[str, Any], on_response: Callable[[Any], None] | None = None
+    client: ModelClient, request: Mapping[str, Any],
+    on_response: Callable[[Any], None] | None = None,
 ) -> list[str]:
     """Send ``request`` (from :func:`build_request`) through the SDK; the names it chose.
 

@@ -1,11 +1,14 @@
-"""Relevance prefetch (SPEC §4 B): pick memories for the person's message in the background.
+"""Relevance prefetch (docs/reference.md#path-b-relevance-prefetch): pick memories for the person's message in the background.
 
 :func:`start_prefetch` decides at once whether this message triggers a prefetch and, if
-so, starts a thread that scans the memdir, asks a selector (a small model, or the offline
-ranking) which memories fit, and reads the chosen files into attachment messages. The
-agent loop never waits for it unless ``wait_for_prefetch`` is on: it calls
-:meth:`Prefetch.take_messages` before each model call that follows a tool round, and an
-answer that needs no tool call simply misses the memories, as in the reference.
+so, hands the session's background runner the work: scan the memdir, ask a selector (a
+small model, or the offline ranking) which memories fit, and read the chosen files into
+attachment messages. Live that is a thread, and the agent loop never waits for it unless
+``wait_for_prefetch`` is on: it calls :meth:`Prefetch.take_messages` before each model
+call that follows a tool round, and an answer that needs no tool call simply misses the
+memories, as in the reference. When the session's background work is synchronous (record,
+replay), the loop runs the prefetch to completion right after starting it, so it is ready
+the same way in every run; the memories are still attached only after a tool round.
 
 Every outcome, including a skip, is a :class:`Prefetch` whose :attr:`~Prefetch.decisions`
 explain each memory, so the turn record always says why recall did what it did. Nothing
@@ -25,13 +28,13 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_days
 from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, manifest
 from jupyter_memory.memdir.team import scan_all
 from jupyter_memory.recall.attach import attachment_message
-from jupyter_memory.recall.caches import first_failure, remember_prefetch, scan_cache
+from jupyter_memory.recall.caches import scan_cache
 from jupyter_memory.recall.conversation import (
     agent_files,
     budget_used,
@@ -52,23 +55,26 @@ from jupyter_memory.recall.model_selector import (
     call_selector,
     validate,
 )
-from jupyter_memory.recall.session_view import RecallSession
+from jupyter_memory.recall.session_view import RecallSession, Waitable
 
 if TYPE_CHECKING:
+    from jupyter_memory.context.sdk import ModelClient
     from jupyter_memory.recall.offline import Selection
 
 __all__ = [
     "SELECTOR_KINDS",
     "Prefetch",
     "cjk_count",
+    "last_prefetch",
     "skip_reason",
     "start_prefetch",
 ]
 
+log = logging.getLogger(__name__)
+
 SELECTOR_KINDS = ("model", "offline")
 """Values of the ``recall_selector`` setting."""
 
-_LOG = logging.getLogger("jupyter_memory")
 
 _CJK_RE = re.compile(
     r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
@@ -164,7 +170,7 @@ class Prefetch:
         self,
         session: RecallSession,
         prompt: str,
-        client: Any = None,
+        client: ModelClient | None = None,
         *,
         selector: str = "model",
         skip: str | None = None,
@@ -173,7 +179,7 @@ class Prefetch:
         self.prompt = prompt
         self.selector = selector
         self.selector_note = note
-        self.model: str | None = getattr(session.config, "small_model", None) or None
+        self.model: str | None = session.config.small_model or None
         self.status = "skipped" if skip else "running"
         self.reason = skip
         self.request: dict[str, Any] | None = None
@@ -185,9 +191,10 @@ class Prefetch:
         self._memdir = Path(session.memdir) if session.memdir is not None else None
         self._lock = threading.RLock()
         self._done = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._task: Waitable | None = None
         self._ctx: Any = None
         self._messages_at_start: list[Mapping[str, Any]] = []
+        self._seen_at_start: set[str] = set()
         # outcome, filled in by the thread
         self._manifest: list[Any] = []
         self._overflow: list[dict[str, Any]] = []
@@ -214,7 +221,10 @@ class Prefetch:
         return self._done.is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until finished or ``timeout`` seconds; return :meth:`done`."""
+        """Block until finished (running it now if the session's background work is
+        synchronous and it has not run yet) or ``timeout`` seconds; return :meth:`done`."""
+        if self._task is not None:
+            self._task.wait(timeout)
         return self._done.wait(timeout)
 
     def when_done(self, callback: Callable[[Prefetch], None]) -> None:
@@ -231,7 +241,7 @@ class Prefetch:
         try:
             callback(self)
         except Exception:  # a front end's notice must not break recall
-            _LOG.exception("a callback of the recall prefetch failed")
+            log.exception("a callback of the recall prefetch failed")
 
     def failure_notice(self) -> tuple[str, dict[str, Any]] | None:
         """What to tell the person when the selector failed, with its payload; None when
@@ -241,8 +251,9 @@ class Prefetch:
                 return None
             kind, reason = self._failure_kind, str(self.reason)
         session = self._session()
-        if session is None or not first_failure(session, kind):
+        if session is None or kind in session.recall_failures_told:
             return None
+        session.recall_failures_told.add(kind)
         who = f"the selector ({self.model})" if self.selector == "model" else "the selector"
         endpoint = ("Prefetch needs an endpoint that answers a forced tool call "
                     "(`tool_choice`); " if kind.startswith(f"{SelectorError.__name__}:") else "")
@@ -317,9 +328,9 @@ class Prefetch:
         self._messages_at_start = messages
         self._ctx = session.tool_context()
         self.recent_tools = recent_tools(messages, self.prompt)
-        self._thread = threading.Thread(target=self._run, name="jupyter-memory-prefetch",
-                                        daemon=True)
-        self._thread.start()
+        # What the agent had read when the prefetch started, whenever the work runs.
+        self._seen_at_start = self._agent_files()
+        self._task = session.runner.submit("prefetch", self._run)
 
     def _agent_files(self) -> set[str]:
         if self._ctx is None or self._memdir is None:
@@ -333,7 +344,7 @@ class Prefetch:
             with self._lock:
                 self.status = "done"
         except Exception as exc:  # never break the turn: record, log and carry on
-            _LOG.debug("the recall selector failed", exc_info=True)
+            _log_failure(exc)
             status = getattr(exc, "status_code", None)
             with self._lock:
                 self.status = "failed"
@@ -362,8 +373,7 @@ class Prefetch:
             self._overflow = overflow
 
         surfaced = surfaced_files(self._messages_at_start)
-        seen = self._agent_files()
-        self._filter(memories, surfaced, seen, after=False)
+        self._filter(memories, surfaced, self._seen_at_start, after=False)
         candidates = [m for m in memories if m.file not in self._filtered]
         if not candidates:
             return
@@ -387,11 +397,12 @@ class Prefetch:
                                     self.recent_tools)
             with self._lock:
                 self.request = request
-            from jupyter_memory.context.pricing import charge
+            ledger = session.cost_ledger
 
             def on_response(response: Any) -> None:
-                charge(session, "selector", response, str(request.get("model") or ""))
+                ledger.charge("selector", response, str(request.get("model") or ""))
 
+            assert self._client is not None  # the model selector is chosen only with one
             names = call_selector(self._client, request, on_response)
             with self._lock:
                 self.answer = {"selected_memories": list(names)}
@@ -553,18 +564,19 @@ class Prefetch:
 # ----------------------------------------------------------------------------- entry point
 
 
-def _selector_kind(session: RecallSession, client: Any) -> tuple[str, str | None]:
-    wanted = getattr(session.config, "recall_selector", "model")
+def _selector_kind(session: RecallSession, client: ModelClient | None) -> tuple[str, str | None]:
+    wanted = session.config.recall_selector
     if wanted == "offline":
         return "offline", None
     if client is None:
         return "offline", "used because no model client was given"
-    if not getattr(session.config, "small_model", ""):
+    if not session.config.small_model:
         return "offline", "used because no small model is configured"
     return "model", None
 
 
-def start_prefetch(session: RecallSession, prompt: str, client: Any = None) -> Prefetch:
+def start_prefetch(session: RecallSession, prompt: str,
+                   client: ModelClient | None = None) -> Prefetch:
     """Start relevance prefetch for ``prompt`` (already appended to the conversation).
 
     Returns at once. A message that does not trigger (feature off, no message, budget
@@ -575,10 +587,32 @@ def start_prefetch(session: RecallSession, prompt: str, client: Any = None) -> P
     memory_on = session.memdir is not None
     spent = budget_used(session.messages)
     skip = skip_reason(prompt, mode=session.recall_mode, memory_on=memory_on, spent=spent,
-                       cjk_trigger=bool(getattr(session.config, "cjk_trigger", False)))
+                       cjk_trigger=session.config.cjk_trigger)
     kind, note = _selector_kind(session, client)
     prefetch = Prefetch(session, prompt, client, selector=kind, skip=skip, note=note)
-    remember_prefetch(session, prefetch)
     if skip is None:
         prefetch._start(session)
     return prefetch
+
+
+class HasPrefetch(Protocol):
+    @property
+    def last_prefetch(self) -> Prefetch | None: ...
+
+
+def last_prefetch(session: HasPrefetch) -> Prefetch | None:
+    """The most recent prefetch started for ``session`` (its ``last_prefetch`` field)."""
+    return session.last_prefetch
+
+
+def _log_failure(exc: BaseException) -> None:
+    """A selector the endpoint failed (or that refused) at INFO; a bug of ours at ERROR,
+    both with the traceback."""
+    import anthropic
+
+    from jupyter_memory.errors import JupyterMemoryError
+
+    expected = isinstance(exc, JupyterMemoryError | SelectorError | anthropic.APIError
+                          | TimeoutError | OSError)
+    log.log(logging.INFO if expected else logging.ERROR, "relevance prefetch failed: %s: %s",
+            type(exc).__name__, exc, exc_info=(type(exc), exc, exc.__traceback__))

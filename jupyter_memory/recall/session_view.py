@@ -1,19 +1,22 @@
 """What recall reads of a session, as a structural type.
 
 Recall sits below the agent layer, so it cannot name the agent's ``Session`` class
-(agent/session.py imports recall). These protocols list exactly what ``prefetch``,
-``explain`` and ``caches`` use of a session; ``Session`` (and ``AgentSession``) satisfy them
-without knowing they exist, and a ``TYPE_CHECKING`` block at the end of agent/session.py
-has mypy check that they do.
+(agent/session.py imports recall). These protocols list exactly what ``prefetch`` and
+``explain`` use of a session; ``Session`` satisfies them without knowing they exist, and a
+``TYPE_CHECKING`` block at the end of agent/session.py has mypy check that it does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["RecallConfig", "RecallSession", "SeenFiles"]
+if TYPE_CHECKING:
+    from jupyter_memory.context.pricing import CostLedger
+
+__all__ = ["BackgroundWork", "Explained", "RecallConfig", "RecallSession", "SeenFiles",
+           "Waitable"]
 
 
 class RecallConfig(Protocol):
@@ -39,8 +42,32 @@ class SeenFiles(Protocol):
     def written_memdir_files(self) -> Set[str]: ...
 
 
+class Waitable(Protocol):
+    """Background work that was started: whether it finished, and waiting for it."""
+
+    def done(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+class BackgroundWork(Protocol):
+    """The session's runner of background work (``agent/background.py``): a thread live,
+    a queue drained at defined points when the session's work is synchronous."""
+
+    def submit(self, name: str, work: Callable[[], None]) -> Waitable: ...
+
+
+class Explained(Protocol):
+    """A prefetch, as ``%memory why`` reads it: one decision per memory."""
+
+    @property
+    def decisions(self) -> list[dict[str, Any]]: ...
+
+
 class RecallSession(Protocol):
-    """A session as recall sees it: its memdir, mode, conversation and tool context."""
+    """A session as recall sees it: its memdir, mode, conversation and tool context, the
+    runner its prefetch runs on, the ledger the selector's calls are charged to, and its
+    latest prefetch."""
 
     @property
     def session_id(self) -> str: ...
@@ -61,3 +88,15 @@ class RecallSession(Protocol):
     def messages(self) -> Sequence[Mapping[str, Any]]: ...
 
     def tool_context(self) -> SeenFiles: ...
+
+    @property
+    def runner(self) -> BackgroundWork: ...
+
+    @property
+    def cost_ledger(self) -> CostLedger: ...
+
+    @property
+    def last_prefetch(self) -> Explained | None: ...
+
+    @property
+    def recall_failures_told(self) -> set[str]: ...

@@ -18,7 +18,10 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     """Mount the ``/jupyter-memory/`` handlers on the server's web application."""
+    from jupyter_memory.logs import setup as setup_log
+    from jupyter_memory.memdir.basedir import config_base
     from jupyter_memory.server.handlers import NAMESPACE, setup_handlers
 
     setup_handlers(serverapp.web_app)
-    serverapp.log.info("jupyter-memory: REST API mounted under /%s/", NAMESPACE)
+    where = setup_log(config_base())
+    serverapp.log.info("jupyter-memory: REST API mounted under /%s/ (log: %s)", NAMESPACE, where)

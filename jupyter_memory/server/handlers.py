@@ -4,8 +4,10 @@ Every request names a notebook with ``?path=`` (relative to the server root); th
 project, and so the memdir, is resolved from that notebook's folder exactly as the
 kernel resolves it. Replies use the JSON shapes of ``jupyter-memory ... --json``.
 Errors are JSON too: ``{"error": <kind>, "message": <what was wrong and how to fix
-it>}`` with 400 for bad input, 403 for paths that would leave the root or the
-memdir, 404 for what does not exist, 409 for conflicts.
+it>}``, with the HTTP status each error class carries (``errors.py``): 400 for bad input,
+403 for paths that would leave the root or the memdir, 404 for what does not exist, 409
+for conflicts, 502 when the model call failed, 503 when the memdir stayed locked, and 500
+(``InternalError``, its traceback logged) for a bug of ours.
 
 Store calls touch the disk and may wait for the memdir lock, so they run in a worker
 thread instead of blocking the server's event loop.
@@ -23,20 +25,10 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from jupyter_memory.errors import (
-    ConfigError,
-    InvalidPath,
-    JupyterMemoryError,
-    LockTimeout,
-    MemoryDisabled,
-    MemoryExists,
-    MemoryNotFound,
-    SecretRefused,
-)
+from jupyter_memory.errors import InternalError, JupyterMemoryError, internal_error
 from jupyter_memory.memdir.location import MemoryLocation, locate
-from jupyter_memory.memdir.store import InvalidMemory, MemoryChanges, MemoryStore
+from jupyter_memory.memdir.store import MemoryChanges, MemoryStore
 from jupyter_memory.server.resolve import (
-    NotebookPathError,
     location_json,
     memdir_stamp,
     notebook_folder,
@@ -48,17 +40,6 @@ NAMESPACE = "jupyter-memory"
 
 T = TypeVar("T")
 
-_STATUS: tuple[tuple[type[Exception], int], ...] = (
-    (InvalidPath, 403),
-    (MemoryNotFound, 404),
-    (MemoryExists, 409),
-    (MemoryDisabled, 409),
-    (SecretRefused, 400),
-    (InvalidMemory, 400),
-    (ConfigError, 400),
-    (LockTimeout, 503),
-)
-
 _CREATE_FIELDS = {"name", "description", "type", "body", "file", "hook"}
 _CREATE_REQUIRED = ("name", "description", "type", "body")
 _UPDATE_FIELDS = {"name", "description", "type", "body", "hook"}
@@ -69,15 +50,13 @@ _EXAMPLE = (
 
 
 def status_for(error: BaseException) -> int:
-    """The HTTP status that tells a client what kind of mistake an error was."""
-    if isinstance(error, NotebookPathError):
-        return error.status
+    """The HTTP status that tells a client what kind of mistake an error was: the one its
+    error class carries (a bug of ours: 500)."""
     if isinstance(error, tornado.web.HTTPError):
         return error.status_code
-    for kind, status in _STATUS:
-        if isinstance(error, kind):
-            return status
-    return 500
+    if isinstance(error, JupyterMemoryError):
+        return error.http_status
+    return InternalError.http_status
 
 
 def _bad_request(message: str) -> tornado.web.HTTPError:
@@ -181,19 +160,23 @@ class MemoryAPIHandler(APIHandler):
             status_code = status_for(error)
             kind = type(error).__name__
             message = str(error)
-        else:
-            kind = "InternalError"
-            message = "The server hit an unexpected error; see the server log for details."
+        else:  # a bug of ours, reported as one (log_exception logged its traceback)
+            status_code = InternalError.http_status
+            kind = InternalError.__name__
+            message = str(InternalError(error)) if error is not None else self._reason
         self.clear_header("Content-Type")
         self.set_header("Content-Type", "application/json")
         self.set_status(status_code)
         self.finish(json.dumps({"error": kind, "message": message}, ensure_ascii=False))
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        """Expected mistakes get one warning line; only real faults get a traceback."""
-        if isinstance(value, JupyterMemoryError):
+        """Expected mistakes get one line in the server's log; a bug of ours, its
+        traceback in the jupyter_memory log (and the server's)."""
+        if isinstance(value, JupyterMemoryError) and not isinstance(value, InternalError):
             self.log.warning("%d %s: %s", status_for(value), self._request_summary(), value)
             return
+        if isinstance(value, Exception) and not isinstance(value, tornado.web.HTTPError):
+            internal_error(value, f"in {self._request_summary()}")
         super().log_exception(typ, value, tb)
 
 

@@ -32,11 +32,12 @@ _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 class NotebookPathError(JupyterMemoryError, ValueError):
-    """A notebook path that is malformed (``status`` 400), outside the root (403) or missing (404)."""
+    """A notebook path that is malformed (``http_status`` 400), outside the root (403) or
+    missing (404)."""
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
-        self.status = status
+        self.http_status = status
 
 
 def _inside(path: str, root: str) -> bool:

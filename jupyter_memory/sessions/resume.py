@@ -1,11 +1,11 @@
 """Resume a conversation after a kernel restart: from the saved notebook or a JSONL log.
 
-The notebook is the transcript (SPEC §9): every agent cell's output carries the record of
+The notebook is the transcript (docs/reference.md#the-notebook-mapping): every agent cell's output carries the record of
 its turn, and a record's ``messages`` are exactly the messages that turn added. Reading
 them in cell order rebuilds the conversation; a cell whose output was cleared, or that
 was deleted, carries no record and so is not part of it. The JSONL log beside the memdir
 (ours, or one written by the reference tool) is the other source. Either way the
-conversation starts after the last compaction and gets the clean-ups of SPEC §7
+conversation starts after the last compaction and gets the clean-ups of docs/reference.md#resume
 (``transcript.rebuild.rebuild_conversation``). A compaction (a ``%compact`` cell, or one the
 agent made during a turn) restarts the conversation at what the compaction left.
 
@@ -395,13 +395,11 @@ def apply_resume(session: Session, resumed: Resumed, *, seed_log: bool = True) -
     finds the whole conversation.
     """
     session.messages[:] = copy.deepcopy(resumed.messages)
-    session.turn_count = resumed.turns
-    session.last_usage = None
-    from jupyter_memory.agent import lifecycle
-
-    lifecycle.mark_resumed(session)  # its SessionStart hooks get source "resume"
-    log = getattr(session, "log", None)
-    if seed_log and log is not None and log in session.hooks and resumed.messages:
+    session.conversation.turn_count = resumed.turns
+    session.conversation.last_usage = None
+    session.lifecycle.mark_resumed()  # its SessionStart hooks get source "resume"
+    log = session.log
+    if seed_log and log is not None and resumed.messages:
         _seed(log.writer(), resumed)
 
 

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jupyter_memory.agent.endpoint import LiveEndpoint
 from jupyter_memory.errors import JupyterMemoryError
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
+    from jupyter_memory.localapi.server import FakeAnthropic
 
 SANDBOX_MODES = ("echo", "script", "live")
 
@@ -30,15 +31,23 @@ class SandboxError(JupyterMemoryError):
     """A sandbox request that cannot be carried out (unknown mode, bad script, no key)."""
 
 
-@dataclass
-class Sandbox:
-    """The sandbox a session uses: its mode, the local server (None when live), the script."""
+class Sandbox(LiveEndpoint):
+    """The endpoint ``%sandbox`` switched a session to: the local server it started (echo,
+    script) through a client made for it, or, in ``live`` mode, the endpoint the
+    environment names. Closing it stops its server."""
 
-    mode: str
-    server: Any = None
-    script: Path | None = None
-    #: "record" or "replay" when switching stopped the session's recorder or replayer.
-    stopped: str | None = None
+    kind = "sandbox"
+
+    def __init__(self, mode: str, server: FakeAnthropic | None = None,
+                 script: Path | None = None, stopped: str | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
+        local = {"ANTHROPIC_BASE_URL": server.base_url} if server is not None else env
+        super().__init__(local)
+        self.mode = mode
+        self.server = server
+        self.script = script
+        #: "record" or "replay" when switching stopped the session's recorder or replayer.
+        self.stopped = stopped
 
     def describe(self) -> str:
         return self._where() + (
@@ -46,20 +55,24 @@ class Sandbox:
             if self.stopped else "")
 
     def _where(self) -> str:
-        if self.mode == "live":
-            return ("live: model calls go to the endpoint the environment names "
-                    "(ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL).")
+        if self.server is None:
+            return super().describe()
         where = f"the local scripted server at {self.server.base_url}"
         if self.mode == "script":
-            left = self.server.remaining if self.server is not None else 0
-            return (f"script: {where} answers from {self.script} ({left} scripted "
-                    "turn(s) left), then echoes. Usage is simulated.")
+            return (f"script: {where} answers from {self.script} ({self.server.remaining} "
+                    "scripted turn(s) left), then echoes. Usage is simulated.")
         return f"echo: {where} answers every call with the text of your last message. Usage is simulated."
+
+    def close(self) -> None:
+        super().close()
+        if self.server is not None:
+            self.server.stop()
 
 
 def sandbox_of(session: Session) -> Sandbox | None:
-    """The sandbox ``session`` was switched to, or None if it never was."""
-    return getattr(session, "sandbox", None)
+    """The sandbox ``session``'s calls go to, or None when they go elsewhere."""
+    endpoint = session.endpoint
+    return endpoint if isinstance(endpoint, Sandbox) else None
 
 
 def echoes(session: Session) -> bool:
@@ -70,21 +83,19 @@ def echoes(session: Session) -> bool:
 
 
 def stop_sandbox(session: Session) -> None:
-    """Stop ``session``'s local sandbox server, if any (the client factory is left alone)."""
-    old, session.sandbox = getattr(session, "sandbox", None), None
-    if old is not None and old.server is not None:
-        old.server.stop()
+    """Send ``session``'s calls live again if a sandbox has them (stopping its server)."""
+    if sandbox_of(session) is not None:
+        session.use_endpoint(LiveEndpoint(session.env))
 
 
 def hand_over(old: Session, new: Session) -> Sandbox | None:
-    """Move ``old``'s sandbox, with the client that reaches it, to ``new`` (``%agent new``):
-    the one cell that switched a notebook to its sandbox stays in force, and the old
-    session keeps no server of its own."""
+    """Move ``old``'s sandbox to ``new`` (``%agent new``): the one cell that switched a
+    notebook to its sandbox stays in force, and the old session keeps no server."""
     box = sandbox_of(old)
     if box is None:
         return None
-    new.sandbox, old.sandbox = box, None
-    new.client_factory = old.client_factory if box.mode != "live" else None
+    new.use_endpoint(box)
+    old.use_endpoint(LiveEndpoint(old.env), close_old=False)  # handed over, not closed
     return box
 
 
@@ -110,7 +121,7 @@ def use_sandbox(
     if (mode == "script") != (script is not None):
         raise SandboxError("`script` needs a script file (a JSON list of turns, docs/fake-api.md); "
                            "the other modes take none.")
-    from jupyter_memory.agent.client import CONNECT_HELP, make_client
+    from jupyter_memory.agent.client import CONNECT_HELP
     from jupyter_memory.localapi.echo import echo_responder
     from jupyter_memory.localapi.script import load_script
     from jupyter_memory.localapi.server import FakeAnthropic
@@ -131,22 +142,12 @@ def use_sandbox(
         if not any(environ.get(k) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
                                             "ANTHROPIC_BASE_URL")):
             raise SandboxError(CONNECT_HELP)
-        stop_sandbox(session)
+        box = Sandbox("live", stopped=_stop_recording(session), env=session.env)
+    else:
         stopped = _stop_recording(session)
-        session.client_factory = None
-        box = Sandbox("live", stopped=stopped)
-        session.sandbox = box
-        return box
-    stop_sandbox(session)
-    stopped = _stop_recording(session)
-    server = FakeAnthropic(responder=echo_responder).start()
-    if turns:
-        server.script(turns)
-    def factory() -> Any:
-        return make_client({"ANTHROPIC_BASE_URL": server.base_url},
-                           max_retries=session.config.max_retries, timeout=session.config.timeout)
-
-    session.client_factory = factory
-    box = Sandbox(mode, server, path, stopped)
-    session.sandbox = box
+        server = FakeAnthropic(responder=echo_responder).start()
+        if turns:
+            server.script(turns)
+        box = Sandbox(mode, server, path, stopped)
+    session.use_endpoint(box)  # the sandbox in use until now is closed: its server stops
     return box

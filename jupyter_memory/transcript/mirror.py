@@ -1,4 +1,4 @@
-"""Mirror every finished turn into the session's JSONL log (SPEC §7).
+"""Mirror every finished turn into the session's JSONL log (docs/reference.md#the-transcript).
 
 The notebook is the primary transcript; the log beside the memdir is the mirror the
 reference tool can read. A turn is logged once it has ended and its messages are final
@@ -24,6 +24,16 @@ class LoggedConfig(Protocol):
 
     @property
     def model(self) -> str: ...
+
+
+class LoggedTurn(Protocol):
+    """What the log reads of a finished turn: its messages and its requests' usage."""
+
+    @property
+    def new_messages(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def requests(self) -> list[dict[str, Any]]: ...
 
 
 class LoggedSession(Protocol):
@@ -64,7 +74,11 @@ def log_path(session: LoggedSession) -> Path:
 
 
 class SessionLog:
-    """A turn hook that appends each finished turn's messages to the JSONL log."""
+    """A turn hook that appends each finished turn's messages to the JSONL log.
+
+    It implements the agent's turn hook protocol (``agent/hooks.py``) structurally: the
+    transcript layer sits below the agent and does not name it.
+    """
 
     def __init__(self, session: LoggedSession) -> None:
         self.session = session
@@ -85,7 +99,16 @@ class SessionLog:
             )
         return self._writer
 
-    def after_turn(self, turn: Any, result: Any) -> None:
+    def before_turn(self, turn: object) -> None:
+        return None
+
+    def before_call(self, turn: object, round_index: int) -> None:
+        return None
+
+    def record_fields(self, turn: object) -> Mapping[str, Any] | None:
+        return None
+
+    def after_turn(self, turn: LoggedTurn, result: object) -> None:
         writer = self.writer()
         for message in turn.new_messages:
             meta = message.get(META_KEY) or {}
@@ -106,7 +129,7 @@ class SessionLog:
         writer.append_summary(summary)
 
 
-def _usage_for(turn: Any, message: dict[str, Any]) -> dict[str, int] | None:
+def _usage_for(turn: LoggedTurn, message: dict[str, Any]) -> dict[str, int] | None:
     """The usage of the model call that produced ``message`` (calls and replies pair up)."""
     replies = [m for m in turn.new_messages if m["role"] == "assistant"]
     try:

@@ -1,4 +1,4 @@
-"""Reading the JSONL session log fast, from its last compaction boundary (SPEC §7).
+"""Reading the JSONL session log fast, from its last compaction boundary (docs/reference.md#the-transcript).
 
 Blank, corrupt and unknown lines are skipped and counted, never fatal. A large log is
 read from its last ``compact_boundary`` without parsing anything before it: the boundary

@@ -1,4 +1,4 @@
-"""Writing the JSONL session log (SPEC §7): append-only, the way the reference writes it.
+"""Writing the JSONL session log (docs/reference.md#the-transcript): append-only, the way the reference writes it.
 
 One file per session (``<base>/projects/<key>/<session>.jsonl``), one JSON object per
 line, written the way the reference writes it so the two tools can read each other's

@@ -4,7 +4,6 @@ reference's names (HTML, plain text, the record)."""
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from jupyter_memory.agent.compaction.sections import (
@@ -13,7 +12,8 @@ from jupyter_memory.agent.compaction.sections import (
     summary_sections,
 )
 from jupyter_memory.context.tokens import estimate_tokens
-from jupyter_memory.widgets.markdown import markdown_to_html
+from jupyter_memory.widgets.safe import escape as esc
+from jupyter_memory.widgets.safe import markdown_html
 
 COMPACTION_MIME = "application/vnd.jupyter-memory.compaction+json"
 
@@ -45,12 +45,12 @@ def summary_html(summary: str) -> str:
     (summaries written with the former names included), else the markdown as written."""
     preamble, sections = summary_sections(summary)
     if not sections:
-        return markdown_to_html(summary)
-    parts = [markdown_to_html(preamble)] if preamble else []
+        return markdown_html(summary)
+    parts = [markdown_html(preamble)] if preamble else []
     for section in sections:
         number = f"{section.number}. " if section.number is not None else ""
-        parts.append(f"<h4 style='margin:8px 0 2px'>{number}{html.escape(section.name)}</h4>"
-                     f"{markdown_to_html(section.body)}")
+        parts.append(f"<h4 style='margin:8px 0 2px'>{esc(number)}{esc(section.name)}</h4>"
+                     f"{markdown_html(section.body)}")
     return "".join(parts)
 
 
@@ -116,7 +116,6 @@ def compaction_text(data: dict[str, Any]) -> str:
 
 def compaction_html(data: dict[str, Any]) -> str:
     """HTML view: the boundary line, the summary folded, the way back."""
-    esc = html.escape
     note = sections_note(data)
     head = (
         f"Conversation compacted ({esc(str(data.get('trigger', 'manual')))}, summary "

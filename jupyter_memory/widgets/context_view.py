@@ -35,7 +35,7 @@ from jupyter_memory.widgets.html import (
     legend_html,
     unitemized_words,
 )
-from jupyter_memory.widgets.style import esc
+from jupyter_memory.widgets.safe import escape as esc
 
 __all__ = ["CategoryPanel", "ContextView", "ItemPanel"]
 

@@ -16,7 +16,7 @@ from jupyter_memory.context.assemble import ContextReport
 from jupyter_memory.widgets._base import fallback_bundle
 from jupyter_memory.widgets.data import Gauge, budget_gauges
 from jupyter_memory.widgets.html import gauges_html, gauges_text
-from jupyter_memory.widgets.style import esc
+from jupyter_memory.widgets.safe import escape as esc
 
 __all__ = ["BudgetGauges"]
 

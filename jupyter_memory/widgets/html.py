@@ -27,7 +27,8 @@ from jupyter_memory.widgets.data import (
     context_state,
     turn_memories,
 )
-from jupyter_memory.widgets.style import BORDER, FONT, FONT_MUTED, MONO, SURFACE, esc
+from jupyter_memory.widgets.safe import escape as esc
+from jupyter_memory.widgets.style import BORDER, FONT, FONT_MUTED, MONO, SURFACE
 
 __all__ = [
     "STATIC_MAX_ITEMS",

@@ -23,7 +23,7 @@ from jupyter_memory.memdir.store import MemoryChanges, MemoryStore
 from jupyter_memory.widgets import style
 from jupyter_memory.widgets._base import fallback_bundle
 from jupyter_memory.widgets.html import findings_html, memories_html, memories_text
-from jupyter_memory.widgets.style import esc
+from jupyter_memory.widgets.safe import escape as esc
 
 __all__ = ["MemoryBrowser"]
 

@@ -1,18 +1,20 @@
 """Output bundles for agent cells: a rich record plus fallbacks any viewer can show.
 
 Every bundle carries ``text/plain`` and ``text/html`` beside the rich types, so a saved
-notebook reads well on GitHub or in nbconvert HTML with no kernel and no extension.
+notebook reads well on GitHub or in nbconvert HTML with no kernel and no extension. Its
+``text/markdown`` and ``text/html`` hold the answer, tool calls and file names the way
+:mod:`jupyter_memory.widgets.safe` makes them safe: a front end that renders them (a live
+output is trusted) finds no markup that this package did not write.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 
 from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.widgets.compaction import compaction_html, compaction_text
-from jupyter_memory.widgets.markdown import markdown_to_html
+from jupyter_memory.widgets.safe import escape, markdown_html, md_code, md_text, safe_markdown
 
 _TOOL_RESULT_PREVIEW = 1_500
 
@@ -22,23 +24,35 @@ def _short_input(data: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def tool_text(name: str, data: Any) -> str:
+    """A tool call in one line of plain text: its name and its input, shortened."""
+    return f"{name} {_short_input(data)}"
+
+
 def tool_line(name: str, data: Any) -> str:
-    return f"`{name}` {_short_input(data)}"
+    """The same line as markdown: the name as code, the input as literal text (both are
+    the model's, so neither may carry markup)."""
+    return f"{md_code(name)} {md_text(_short_input(data))}"
+
+
+def _quoted(markdown: str) -> str:
+    return "\n".join("> " + line if line else ">" for line in markdown.split("\n"))
 
 
 def turn_markdown(record: dict[str, Any]) -> str:
+    """The turn as safe markdown: compactions, tools used, the answer, events, footer."""
     parts: list[str] = []
     if record.get("compactions"):
-        parts.extend(compaction_text(item) for item in record["compactions"])
+        parts.extend(md_text(compaction_text(item)) for item in record["compactions"])
     calls = record.get("tool_calls") or []
     if calls:
         lines = [f"- {'⚠ ' if c.get('is_error') else ''}{tool_line(c['name'], c.get('input'))}"
                  for c in calls]
         parts.append("**Tools used**\n\n" + "\n".join(lines))
-    parts.append(record.get("answer") or "_(no answer)_")
+    parts.append(safe_markdown(record.get("answer") or "_(no answer)_"))
     for event in record.get("events") or []:
-        parts.append(f"> **{event['kind']}**: {event['text']}")
-    parts.append(_footer(record))
+        parts.append(_quoted(f"**{md_text(event['kind'])}**: {md_text(event['text'])}"))
+    parts.append(f"<sub>{md_text(_footer(record))}</sub>")
     return "\n\n".join(parts)
 
 
@@ -57,6 +71,7 @@ def usage_text(usage: dict[str, Any]) -> str:
 
 
 def _footer(record: dict[str, Any]) -> str:
+    """The footer line as plain text: turn, model, tokens, context, memories saved."""
     usage = record.get("usage") or {}
     ctx = record.get("context") or {}
     bits = [f"turn {record.get('turn', '?')}", record.get("model", "")]
@@ -69,7 +84,7 @@ def _footer(record: dict[str, Any]) -> str:
     written = record.get("memories_written") or []
     if written:
         bits.append("saved " + ", ".join(w["file"] for w in written))
-    return "<sub>" + html.escape(" · ".join(b for b in bits if b)) + "</sub>"
+    return " · ".join(str(b) for b in bits if b)
 
 
 def turn_html(record: dict[str, Any]) -> str:
@@ -83,15 +98,14 @@ def turn_html(record: dict[str, Any]) -> str:
         rows.append(
             "<details><summary><code>{}</code>{} {}</summary>"
             "<pre style='white-space:pre-wrap'>{}</pre></details>".format(
-                html.escape(c["name"]), flag, html.escape(_short_input(c.get("input"))),
-                html.escape(result))
+                escape(c["name"]), flag, escape(_short_input(c.get("input"))), escape(result))
         )
     events = "".join(
-        f"<blockquote><b>{html.escape(e['kind'])}</b>: {html.escape(e['text'])}</blockquote>"
+        f"<blockquote><b>{escape(e['kind'])}</b>: {escape(e['text'])}</blockquote>"
         for e in record.get("events") or []
     )
-    answer = markdown_to_html(record.get("answer") or "_(no answer)_")
-    footer = _footer(record)  # already HTML (<sub>); markdown would escape it
+    answer = markdown_html(record.get("answer") or "_(no answer)_")
+    footer = f"<sub>{escape(_footer(record))}</sub>"
     return (
         "<div class='jupyter-memory-turn'>"
         + _compactions_html(record) + "".join(rows) + answer + events + footer + "</div>"

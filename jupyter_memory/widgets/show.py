@@ -18,7 +18,7 @@ from jupyter_memory.widgets._base import fallback_bundle
 from jupyter_memory.widgets.context_view import ContextView
 from jupyter_memory.widgets.gauges import BudgetGauges
 from jupyter_memory.widgets.memory_browser import MemoryBrowser
-from jupyter_memory.widgets.style import esc
+from jupyter_memory.widgets.safe import escape as esc
 from jupyter_memory.widgets.turn_view import TurnView, UndoCallback
 
 if TYPE_CHECKING:

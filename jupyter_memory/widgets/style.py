@@ -10,7 +10,6 @@ dark themes and outside JupyterLab.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 __all__ = [
@@ -25,7 +24,6 @@ __all__ = [
     "SURFACE",
     "WARN",
     "Swatch",
-    "esc",
     "lightness",
     "swatch",
     "swatch_css",
@@ -122,10 +120,6 @@ LEVEL_STYLES: dict[str, tuple[str, str]] = {
     "autocompact": ("3px solid", "automatic compaction starts"),
     "blocking": ("4px double", "requests are refused"),
 }
-
-
-def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
 
 
 #: Styles for the widget views (HTML widgets are not sanitised, so a class works there).

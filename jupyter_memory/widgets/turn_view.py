@@ -9,6 +9,7 @@ this view never deletes anything itself.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,9 @@ from jupyter_memory.widgets import style
 from jupyter_memory.widgets._base import fallback_bundle
 from jupyter_memory.widgets.data import TurnMemories, turn_memories
 from jupyter_memory.widgets.html import turn_html, turn_memories_html, turn_text
-from jupyter_memory.widgets.markdown import markdown_to_html
 from jupyter_memory.widgets.render import usage_text
-from jupyter_memory.widgets.style import esc
+from jupyter_memory.widgets.safe import escape as esc
+from jupyter_memory.widgets.safe import markdown_html
 
 __all__ = ["TurnView"]
 
@@ -79,7 +80,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type 
         )
         self.tools.selected_index = None
         self.answer = widgets.HTML(
-            "<div class='jm-root'>" + markdown_to_html(self.record.get("answer") or "_(no answer)_")
+            "<div class='jm-root'>" + markdown_html(self.record.get("answer") or "_(no answer)_")
             + "</div>")
         events = "".join(f"<blockquote><b>{esc(e.get('kind', ''))}</b>: {esc(e.get('text', ''))}"
                          "</blockquote>" for e in self.record.get("events") or [])
@@ -174,6 +175,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type 
         try:
             self.on_undo(list(self.written))
         except Exception as exc:  # shown to the person: a button callback has nowhere to raise
+            logging.getLogger(__name__).error("undo from the turn view failed", exc_info=True)
             self.status_text = f"Undo failed: {exc}"
             self.notice.value = (f"<div class='jm-root' style='color:{style.ERROR}'>"
                                  f"{esc(self.status_text)}</div>")

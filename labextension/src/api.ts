@@ -65,14 +65,72 @@ export interface IStampReply {
   stamp: string;
 }
 
-/** An error answered by the server, with its JSON message. */
+/** An error answered by the server, as one short line for people. */
 export class MemoryAPIError extends Error {
   constructor(
     readonly status: number,
-    message: string
+    message: string,
+    /** True when the reply says the server extension is not there at all. */
+    readonly extensionMissing = false
   ) {
     super(message);
   }
+}
+
+/** What the panel says when the server has no jupyter-memory routes. */
+export const EXTENSION_MISSING =
+  'The jupyter-memory server extension is not running in this Jupyter server. ' +
+  'Enable it with `jupyter server extension enable jupyter_memory`, then restart ' +
+  'the server.';
+
+/** The longest server message shown (ours are one or two sentences). */
+const MAX_MESSAGE = 500;
+
+/** The `message` of our own JSON error (`{"error": kind, "message": text}`), if it is one. */
+function ownMessage(body: string): string | null {
+  let data: unknown;
+  try {
+    data = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  if (!data || typeof data !== 'object' || Array.isArray(data)) {
+    return null;
+  }
+  const { error, message } = data as Record<string, unknown>;
+  if (typeof error !== 'string' || typeof message !== 'string' || !message) {
+    return null;
+  }
+  const line = message.split(/\s+/).join(' ');
+  return line.length > MAX_MESSAGE
+    ? line.slice(0, MAX_MESSAGE - 1) + '…'
+    : line;
+}
+
+/**
+ * The error for a reply that was not ok, never its body: a page the server or a
+ * proxy sends (a 404 page embeds the server's API token) must not reach the
+ * screen, where a screenshot or a shared screen would catch it. Our own JSON
+ * errors give their message; a 404 without one means the extension is missing;
+ * anything else is its status line.
+ */
+export function replyError(
+  status: number,
+  statusText: string,
+  body: string
+): MemoryAPIError {
+  const message = ownMessage(body);
+  if (message !== null) {
+    return new MemoryAPIError(status, message);
+  }
+  if (status === 404) {
+    return new MemoryAPIError(status, EXTENSION_MISSING, true);
+  }
+  const reason = statusText.replace(/[^\w .,'()-]/g, '').slice(0, 60);
+  return new MemoryAPIError(
+    status,
+    `The server answered HTTP ${status}${reason ? ` (${reason})` : ''}.`
+  );
 }
 
 const NAMESPACE = 'jupyter-memory';
@@ -80,8 +138,9 @@ const NAMESPACE = 'jupyter-memory';
 /**
  * Call the server extension and decode its JSON reply.
  *
- * Errors come back as `MemoryAPIError` carrying the server's own message, so
- * the panel can show people what was wrong rather than a bare status code.
+ * Errors come back as `MemoryAPIError` carrying our server's own message, so
+ * the panel can show people what was wrong; a body that is not our JSON is
+ * never shown (see `replyError`).
  */
 export async function requestAPI<T>(
   endPoint: string,
@@ -96,22 +155,25 @@ export async function requestAPI<T>(
     throw new ServerConnection.NetworkError(error as TypeError);
   }
   const text = await response.text();
-  let data: any = null;
-  if (text.length > 0) {
-    try {
-      data = JSON.parse(text);
-    } catch {
-      data = text;
-    }
-  }
   if (!response.ok) {
-    const message =
-      (data && typeof data === 'object' && data.message) ||
-      (typeof data === 'string' && data) ||
-      `${response.status} ${response.statusText}`;
-    throw new MemoryAPIError(response.status, String(message));
+    throw replyError(response.status, response.statusText, text);
   }
-  return data as T;
+  if (text.length === 0) {
+    return null as T;
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    // A login page or a proxy's page answered in place of our JSON.
+    throw new MemoryAPIError(
+      response.status,
+      `The server answered HTTP ${response.status} with a page, not the ` +
+        "jupyter-memory server extension's JSON. If the extension is not " +
+        'running in this Jupyter server, enable it with `jupyter server ' +
+        'extension enable jupyter_memory`, then restart the server.',
+      true
+    );
+  }
 }
 
 /** Build `endpoint?path=…` with the notebook path encoded. */

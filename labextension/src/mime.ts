@@ -3,8 +3,9 @@
  *
  * Registered as a `mimeExtension` (see package.json), so the record renders in
  * any output area, including a saved notebook opened with no kernel. It is
- * marked safe: it writes text nodes only and sanitizes the markdown answer, so
- * untrusted notebooks show it too.
+ * marked safe: it writes text nodes only, and the markdown answer is rendered
+ * to HTML, cleaned (safe.ts: no script, no image loaded, links checked) and
+ * sanitized again by JupyterLab, so untrusted notebooks show it too.
  */
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 

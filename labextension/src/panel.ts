@@ -100,6 +100,12 @@ export class MemoryPanel extends Widget {
       this._reply = null;
       this._stamp = null;
       this._error = describe(error);
+      if (error instanceof MemoryAPIError && error.extensionMissing) {
+        // Nothing else can be asked either: one message says it all.
+        this._findings = [];
+        this._render();
+        return;
+      }
     }
     try {
       const doctor = await MemoryAPI.doctor(path);
@@ -485,14 +491,17 @@ export class MemoryView extends Widget {
   }
 }
 
+/**
+ * One line for people. A `MemoryAPIError` is already that (api.ts never puts a
+ * reply's body in it); anything else is cut short, as its text is unknown.
+ */
 function describe(error: unknown): string {
   if (error instanceof MemoryAPIError) {
     return error.message;
   }
-  if (error instanceof Error) {
-    return error.message;
-  }
-  return String(error);
+  const text = error instanceof Error ? error.message : String(error);
+  const line = text.split(/\s+/).join(' ');
+  return line.length > 300 ? line.slice(0, 299) + '…' : line;
 }
 
 function basename(path: string): string {

@@ -10,11 +10,12 @@
  * record's type is generated from its JSON Schema (turnrecord.ts); every key
  * may still be missing (older or partial records) and unknown keys are ignored.
  */
-import { renderMarkdown } from '@jupyterlab/rendermime';
+import { removeMath, renderHTML, replaceMath } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { el, formatTokens, prettyValue } from './format';
+import { classToken, cleanHtml } from './safe';
 import type { TurnRecord } from './turnrecord';
 import { requestViews } from './turnrequests';
 
@@ -153,17 +154,25 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
       return;
     }
     host.classList.add('jp-RenderedMarkdown', 'jp-RenderedHTMLCommon');
-    await renderMarkdown({
+    // As renderMarkdown does (maths kept away from the markdown parser), then our
+    // cleaning before anything reaches the page: the answer is model text and a
+    // saved record is a file anyone can write. Raw HTML in it is dropped or made
+    // inert, links are checked, images become text (never loaded).
+    const parts = removeMath(source);
+    const html = replaceMath(
+      await options.markdownParser.render(parts['text']),
+      parts['math']
+    );
+    await renderHTML({
       host,
-      source,
-      // Saved records come from files anyone can write: always sanitize.
+      source: cleanHtml(html),
+      // And JupyterLab's own sanitizer after ours.
       trusted: false,
       sanitizer: options.sanitizer,
       resolver: options.resolver,
       linkHandler: options.linkHandler,
       shouldTypeset: this.isAttached,
       latexTypesetter: options.latexTypesetter,
-      markdownParser: options.markdownParser ?? null,
       translator: options.translator
     });
   }
@@ -237,7 +246,7 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     for (const decision of decisions) {
       const row = el(
         'tr',
-        `jp-MemoryTurn-decision jp-mod-${asText(decision.decision) || 'unknown'}`
+        `jp-MemoryTurn-decision jp-mod-${classToken(asText(decision.decision))}`
       );
       const age = asNumber(decision.age_days);
       const bytes = asNumber(decision.bytes);
@@ -361,7 +370,7 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
       list.append(
         el(
           'li',
-          `jp-MemoryTurn-event jp-mod-${kind}`,
+          `jp-MemoryTurn-event jp-mod-${classToken(kind)}`,
           `${kind}: ${asText(event.text)}`
         )
       );

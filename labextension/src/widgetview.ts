@@ -22,9 +22,11 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
+
+import { cleanHtml } from './safe';
 
 export const VIEW_MIME = 'application/vnd.jupyter-memory.view+json';
 const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
@@ -60,11 +62,13 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
     this._live = null;
     const staticType = STATIC_MIMES.find(type => type in model.data);
     if (staticType) {
-      // The standard renderer, so an untrusted output is sanitized as usual.
+      // The standard renderer, so an untrusted output is sanitized as usual; the
+      // HTML copy is cleaned first (safe.ts), as a saved notebook is a file anyone
+      // can write: ours never holds script, images or links that leave the folder.
       const fallback = this.registry.createRenderer(staticType);
       this._fallback = fallback;
       this.addWidget(fallback);
-      await fallback.renderModel(model);
+      await fallback.renderModel(staticModel(model, staticType));
     }
     this.renderLive();
   }
@@ -145,6 +149,24 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
   private _fallback: Widget | null = null;
   private _live: Widget | null = null;
   private _observer: MutationObserver | null = null;
+}
+
+/** The output's static copy of `type`, its HTML cleaned. */
+export function staticModel(
+  model: IRenderMime.IMimeModel,
+  type: string
+): IRenderMime.IMimeModel {
+  if (type !== 'text/html') {
+    return model;
+  }
+  const html = model.data[type];
+  return new MimeModel({
+    data: {
+      [type]: cleanHtml(typeof html === 'string' ? html : String(html ?? ''))
+    },
+    metadata: model.metadata,
+    trusted: model.trusted
+  });
 }
 
 /** Register (or re-register) the view renderer on `registry`, bound to it. */

@@ -1,4 +1,6 @@
-"""Fixtures shared by the hardening tests: a project, its memdir, and the command line."""
+"""Fixtures shared by the hardening tests: what an attack aims at (``project`` and ``memdir``
+as in tests/conftest.py, with a file in the project and the memdir created), a folder outside
+both, and the command line."""
 
 from __future__ import annotations
 
@@ -14,20 +16,17 @@ Cli = Callable[..., tuple[int, str, str]]
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "analysis.py").write_text("revenue = load('sales')\n", encoding="utf-8")
-    return root
+def project(project: Path) -> Path:
+    """The shared ``project`` with a script in it: a file an attack might read or overwrite."""
+    (project / "analysis.py").write_text("revenue = load('sales')\n", encoding="utf-8")
+    return project
 
 
 @pytest.fixture
-def memdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The memdir every front end uses in this test (``JUPYTER_MEMORY_DIR``)."""
-    path = tmp_path / "mem"
-    path.mkdir()
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(path))
-    return path
+def memdir(memdir: Path) -> Path:
+    """The shared ``memdir`` (``JUPYTER_MEMORY_DIR``), created: attacks plant files in it."""
+    memdir.mkdir()
+    return memdir
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extraction_router import MARKER as EXTRACTION_MARKER
 from sessions import make_session as shared_session
 
 from jupyter_memory import recall
@@ -43,11 +44,14 @@ from jupyter_memory.agent.loop import TurnEvents, TurnResult, run_turn
 from jupyter_memory.agent.session import Session
 from jupyter_memory.localapi import Fault, ToolCall, Turn
 
-pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+# Every session works on the test's memdir (the `memdir` fixture, hardening/conftest.py).
+pytestmark = [
+    pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning"),
+    pytest.mark.usefixtures("memdir"),
+]
 
 MODEL = "claude-haiku-4-5"  # a 200K window: autocompact at 167,000, blocking at 177,000
 SELECTOR_TOOL = "select_memories"
-EXTRACTION_MARKER = "You are now the memory extraction agent"
 MEMORY_BODY = "The revenue column holds integer cents (MARKER-CENTS)."
 SUMMARY = "<summary>\n1. Primary request and intent: check the revenue unit.\n</summary>"
 #: The client timeout of the sessions in the ``timeout`` cells, and how late that fault
@@ -244,15 +248,6 @@ def assert_clear(message: str | None, case: Case) -> None:
     assert found is None, f"the message names the exception class {found.group()}: {message!r}"
     assert any(w in message.lower() for w in case.words), (
         f"the message does not name the cause ({' or '.join(case.words)}): {message!r}")
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "analysis.py").write_text("revenue = load('sales')\n", encoding="utf-8")
-    monkeypatch.setenv("JUPYTER_MEMORY_DIR", str(tmp_path / "mem"))
-    return root
 
 
 def make_session(project: Path, case: Case, max_retries: int = 1, **config: Any) -> Session:

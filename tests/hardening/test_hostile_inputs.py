@@ -100,7 +100,7 @@ def test_request_assembly_skips_a_symlinked_index(memdir: Path, credentials: Pat
     (memdir / "MEMORY.md").unlink()
     (memdir / "MEMORY.md").symlink_to(credentials)
     session = Session(cwd=project)
-    part = session.index_part()
+    part = session.memory.index_part()
     assert part is not None and part.text == ""
     assert "symbolic link" in (part.warning or "")
     body = session.assemble([{"role": "user", "content": "hi"}]).body

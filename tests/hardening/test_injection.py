@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 from sessions import make_session as shared_session
-from shell_helpers import MakeIp
 
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.remember import remember_with_agent
@@ -143,7 +141,7 @@ def test_injection_in_remember_text_cannot_leave_the_memdir(
         ]),
         Turn(text="Saved project_policy.md (new)."),
     ])
-    result = remember_with_agent(session, session.make_client(), session.store, INJECTION)
+    result = remember_with_agent(session, session.client(), session.store, INJECTION)
     assert result.files == ["project_policy.md"]
     assert snapshot(project) == before
     sent = fake_api.requests[1].body["messages"][-1]["content"]
@@ -218,22 +216,6 @@ def test_agent_write_and_edit_refuse_credentials(
         assert "credential" in refused["content"]
         assert ANTHROPIC_KEY not in refused["content"] and AWS_KEY not in refused["content"]
     assert snapshot(memdir) == before
-
-
-@pytest.fixture(scope="module")
-def shell(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
-
-    os.environ.setdefault("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    return InteractiveShell.instance(config=config)
-
-
-@pytest.fixture
-def ip(make_ip: MakeIp, project: Path, memdir: Path) -> InteractiveShell:
-    return make_ip(project, memdir=memdir)
 
 
 def remember(shell: Any, options: str, body: str) -> str:

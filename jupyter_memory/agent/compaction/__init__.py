@@ -1,4 +1,4 @@
-"""Compaction: keep the conversation inside the model's context window (SPEC §7).
+"""Compaction: keep the conversation inside the model's context window (docs/reference.md#compaction).
 
 - :func:`microcompact` clears old tool outputs (all but the newest 5), model-free.
 - :func:`compact` replaces the conversation with a summary (session notes first, else
@@ -57,7 +57,7 @@ from jupyter_memory.agent.compaction.restore import FILE_KIND, FILE_TOKENS, MAX_
 from jupyter_memory.agent.compaction.sections import SUMMARY_SECTIONS, summary_sections
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.session import Session
+    from jupyter_memory.agent.compaction.host import CompactingSession
 
 __all__ = [
     "CLEARED_MARKER",
@@ -88,7 +88,6 @@ __all__ = [
     "drop_point",
     "estimate_next_request",
     "extract_summary",
-    "install",
     "microcompact",
     "session_thresholds",
     "state_of",
@@ -99,32 +98,13 @@ __all__ = [
 ]
 
 
-def install(session: Session) -> list[Any]:
-    """Register the compaction, session-memory and lifecycle hooks on ``session`` once.
-
-    Returns the hooks that were added (none when they are already there).
-    """
-    from jupyter_memory.agent.lifecycle import LifecycleHook
-    from jupyter_memory.agent.session_notes import SessionNotes
-
-    added: list[Any] = []
-    for kind in (LifecycleHook, SessionNotes, CompactionHook):
-        if not any(isinstance(h, kind) for h in session.hooks):
-            hook = kind(session)
-            session.hooks.append(hook)
-            added.append(hook)
-    return added
-
-
-def status(session: Session) -> dict[str, Any]:
+def status(session: CompactingSession) -> dict[str, Any]:
     """Levels, current size, breaker and notes of ``session``: what ``%compact --status`` shows."""
-    from jupyter_memory.agent.session_notes import session_notes_for
-
     th = session_thresholds(session)
     tokens = estimate_next_request(session)
-    state = state_of(session)
-    memory = session_notes_for(session)
-    notes = memory.read() if memory is not None else None
+    state = session.compaction
+    memory = session.notes
+    notes = memory.read()
     return {
         "model": session.config.model,
         "tokens": tokens,
@@ -136,7 +116,7 @@ def status(session: Session) -> dict[str, Any]:
         "last_error": state.last_error,
         "compactions": len(state.results),
         "undo_available": len(state.undo),
-        "session_memory": None if memory is None else {
+        "session_memory": {
             "enabled": memory.enabled,
             "path": str(memory.path),
             "exists": notes is not None,

@@ -1,16 +1,13 @@
 """Per-session compaction bookkeeping: the failure count, the breaker, and undo.
 
-Kept on the session object itself (one attribute), so the turn hook, ``compact`` and the
-``%compact`` magic all see the same state without a registry to keep in step.
+One :class:`CompactionState` is a declared field of each session (``session.compaction``),
+so the turn hook, ``compact`` and the ``%compact`` magic all see the same state.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from jupyter_memory.agent.session import Session
+from typing import Any, Protocol
 
 __all__ = ["MAX_FAILURES", "UNDO_DEPTH", "CompactionState", "UndoEntry", "state_of"]
 
@@ -18,8 +15,6 @@ __all__ = ["MAX_FAILURES", "UNDO_DEPTH", "CompactionState", "UndoEntry", "state_
 MAX_FAILURES = 3
 #: Compactions that can be undone, newest last; older ones drop off.
 UNDO_DEPTH = 10
-
-_ATTRIBUTE = "_jupyter_memory_compaction"
 
 
 @dataclass
@@ -68,10 +63,11 @@ class CompactionState:
         del self.undo[:-UNDO_DEPTH]
 
 
-def state_of(session: Session) -> CompactionState:
-    """The compaction state of ``session``, created on first use."""
-    state = getattr(session, _ATTRIBUTE, None)
-    if state is None:
-        state = CompactionState()
-        setattr(session, _ATTRIBUTE, state)
-    return state
+class HasCompactionState(Protocol):
+    @property
+    def compaction(self) -> CompactionState: ...
+
+
+def state_of(session: HasCompactionState) -> CompactionState:
+    """The compaction state of ``session`` (its ``compaction`` field)."""
+    return session.compaction

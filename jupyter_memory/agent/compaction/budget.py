@@ -1,4 +1,4 @@
-"""How big the next request is, and which SPEC §7 level that puts it at.
+"""How big the next request is, and which compaction level (docs/reference.md#compaction) that puts it at.
 
 The count follows the reference: the real usage of the last response (which covers
 everything up to and including the last assistant message) plus an offline estimate of
@@ -16,21 +16,21 @@ from jupyter_memory.context.models import ModelInfo, Thresholds, model_info, thr
 from jupyter_memory.context.tokens import estimate_messages
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.session import Session
+    from jupyter_memory.agent.host import SessionHost
 
 
-def session_thresholds(session: Session) -> Thresholds:
+def session_thresholds(session: SessionHost) -> Thresholds:
     """The levels of the session's main model: the same numbers ``%context`` shows."""
     return thresholds(session_model_info(session))
 
 
-def session_model_info(session: Any) -> ModelInfo:
+def session_model_info(session: SessionHost) -> ModelInfo:
     """The main model's limits, with the window ``Agent.context_window`` may set."""
     config = session.config
-    return model_info(config.model, int(getattr(config, "context_window", 0) or 0))
+    return model_info(config.model, int(config.context_window or 0))
 
 
-def fixed_tokens(session: Session) -> int:
+def fixed_tokens(session: SessionHost) -> int:
     """Estimated cost of everything in a request that is not the conversation."""
     assembled = session.assemble([])
     return sum(part.tokens for part in assembled.parts)
@@ -43,10 +43,10 @@ def _last_assistant(messages: Sequence[dict[str, Any]]) -> int | None:
     return None
 
 
-def estimate_next_request(session: Session) -> int:
+def estimate_next_request(session: SessionHost) -> int:
     """Tokens the next request of ``session`` will take as input, best known value."""
     messages = session.messages
-    usage = session.last_usage
+    usage = session.conversation.last_usage
     if usage is not None and usage.total_input > 0:
         last = _last_assistant(messages)
         if last is not None:

@@ -1,4 +1,4 @@
-"""Full compaction: replace the conversation with a summary (SPEC §7).
+"""Full compaction: replace the conversation with a summary (docs/reference.md#compaction).
 
 :func:`compact` summarises everything before the turn in progress (or everything, when
 no turn is running): from the session-memory notes when they are fresh (no model call),
@@ -11,13 +11,14 @@ instruction file is re-read from disk. The previous conversation stays available
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent import lifecycle
-from jupyter_memory.agent.compaction.bookkeeping import UndoEntry, state_of
+from jupyter_memory.agent.compaction.bookkeeping import UndoEntry
 from jupyter_memory.agent.compaction.budget import estimate_next_request
 from jupyter_memory.agent.compaction.errors import (
     CompactionBlocked,
@@ -45,7 +46,10 @@ from jupyter_memory.context.tokens import Usage, estimate_messages
 from jupyter_memory.memdir.clock import now_iso
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.session import Session
+    from jupyter_memory.agent.compaction.host import CompactingSession
+    from jupyter_memory.context.sdk import ModelClient
+
+log = logging.getLogger(__name__)
 
 #: ``_meta.kind`` of the summary message; its ``compact_boundary`` key is the boundary.
 SUMMARY_KIND = "compact_summary"
@@ -129,7 +133,7 @@ def kind_of(message: dict[str, Any]) -> str | None:
     return meta.get("kind") if isinstance(meta, dict) else None
 
 
-def summary_max_tokens(session: Session) -> int:
+def summary_max_tokens(session: CompactingSession) -> int:
     """Output allowed for a summary: the reserve the effective window sets aside."""
     return min(SUMMARY_OUTPUT_RESERVE, model_info(session.config.model).max_output_tokens)
 
@@ -143,7 +147,7 @@ def _split(
     return messages[:at], messages[at:]
 
 
-def _combined_instructions(session: Session, explicit: str | None, hooks: str) -> str | None:
+def _combined_instructions(session: CompactingSession, explicit: str | None, hooks: str) -> str | None:
     from jupyter_memory.context.instructions import compact_instructions
 
     parts = []
@@ -158,11 +162,11 @@ def _combined_instructions(session: Session, explicit: str | None, hooks: str) -
 
 
 def compact(
-    session: Session,
+    session: CompactingSession,
     *,
     instructions: str | None = None,
     trigger: str = "manual",
-    client: Any = None,
+    client: ModelClient | None = None,
     keep_tail: Sequence[dict[str, Any]] | None = None,
 ) -> CompactionResult:
     """Summarise ``session``'s conversation and continue from the summary.
@@ -195,13 +199,9 @@ def compact(
         )
     steer = _combined_instructions(session, instructions, pre.text)
 
-    from jupyter_memory.agent.session_notes import session_notes_for
-
-    memory = session_notes_for(session)
+    memory = session.notes
     material = None
-    if not (instructions and instructions.strip()) and not pre.texts and (
-        memory is not None and memory.enabled
-    ):
+    if not (instructions and instructions.strip()) and not pre.texts and memory.enabled:
         material = memory.compaction_material(history)
     if material is not None:
         method, body = "session_memory", material.notes
@@ -211,8 +211,8 @@ def compact(
         method, kept = "model", []
         outcome = _summarise(session, history, steer, client)
 
-    log = getattr(session, "log", None)
-    transcript = str(log.path) if log is not None else None
+    session_log = session.log
+    transcript = str(session_log.path) if session_log is not None else None
     text = summary_message_text(
         outcome.text, method=method, transcript=transcript, kept_messages=len(kept)
     )
@@ -242,11 +242,10 @@ def compact(
         new.append(hook_msg)
     new += tail
     session.messages[:] = new
-    session.last_usage = None
+    session.conversation.last_usage = None
     post_tokens = estimate_next_request(session)
     boundary["post_tokens"] = post_tokens
-    if memory is not None:
-        memory.conversation_replaced(post_tokens)
+    memory.conversation_replaced(post_tokens)
     # After the boundary the log holds what the model sees next, as the conversation does.
     after = [*kept, *(r.message for r in restored), *([hook_msg] if hook_msg is not None else [])]
     warnings += _log(session, trigger, pre_tokens, text, after)
@@ -269,7 +268,8 @@ def compact(
         usage=outcome.usage if outcome.attempts else None, requests=outcome.requests,
         messages_before=len(messages), messages_after=len(new), created=boundary["at"],
     )
-    state = state_of(session)
+    log.info("%s compaction (%s): %d -> %d tokens", trigger, method, pre_tokens, post_tokens)
+    state = session.compaction
     state.push(UndoEntry("compact", messages, list(new),
                          f"{trigger} compaction at {result.created}", result))
     state.results.append(result)
@@ -278,7 +278,7 @@ def compact(
 
 
 def _log(
-    session: Session, trigger: str, pre_tokens: int, text: str, kept: list[dict[str, Any]]
+    session: CompactingSession, trigger: str, pre_tokens: int, text: str, kept: list[dict[str, Any]]
 ) -> list[str]:
     """Write the boundary and summary to the JSONL log, then ``kept``: the messages kept
     verbatim, the re-attached files and the SessionStart hook's context.
@@ -287,13 +287,13 @@ def _log(
     (kept messages again), and a resume finds what the model saw after the compaction.
     A log that cannot be written is reported, not fatal: the compaction stands.
     """
-    log = getattr(session, "log", None)
-    if log is None:
+    session_log = session.log
+    if session_log is None:
         return []
     try:
-        log.log_boundary(trigger, pre_tokens, text)
+        session_log.log_boundary("auto" if trigger == "auto" else "manual", pre_tokens, text)
         if kept:
-            writer = log.writer()
+            writer = session_log.writer()
             for message in kept:
                 body = {k: v for k, v in message.items() if k != META_KEY}
                 writer.append_message(message["role"], body, is_meta=bool(message.get(META_KEY)))
@@ -306,7 +306,8 @@ def _log(
 
 
 def _summarise(
-    session: Session, history: list[dict[str, Any]], instructions: str | None, client: Any
+    session: CompactingSession, history: list[dict[str, Any]], instructions: str | None,
+    client: ModelClient | None,
 ) -> _Summary:
     from jupyter_memory.context.assemble import digest
 
@@ -328,9 +329,11 @@ def _summarise(
             with client.messages.stream(**body) as stream:
                 message = stream.get_final_message()
         except Exception as exc:
-            if not _too_long(exc):
-                from jupyter_memory.agent.failures import describe_failure
+            from jupyter_memory.agent.failures import describe_failure, is_model_failure
 
+            if not is_model_failure(exc):
+                raise  # a bug of ours, not a failed summary
+            if not _too_long(exc):
                 raise SummaryFailed(f"The summary request failed: {describe_failure(exc)}") from exc
             cut = drop_point(work, _gap(exc)) if attempt <= MAX_TOO_LONG_RETRIES else None
             if cut is None:
@@ -338,9 +341,7 @@ def _summarise(
             work = work[cut:]
             dropped += cut
             continue
-        from jupyter_memory.context.pricing import charge
-
-        charge(session, "summary", message, str(body.get("model") or ""))
+        session.cost_ledger.charge("summary", message, str(body.get("model") or ""))
         usage = Usage.from_api(message.usage)
         entry["usage"] = usage.to_json()
         reply = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
@@ -413,13 +414,13 @@ def drop_point(messages: Sequence[dict[str, Any]], gap: int | None) -> int | Non
 # ----------------------------------------------------------------------------- undo
 
 
-def undo(session: Session) -> UndoEntry:
+def undo(session: CompactingSession) -> UndoEntry:
     """Put back the conversation from before the last compaction or microcompact.
 
     Messages added since (later turns) are kept after the restored ones. The instruction
     file re-read and the cleared read record are not reverted: both reflect the disk.
     """
-    state = state_of(session)
+    state = session.compaction
     if not state.undo:
         raise NothingToUndo(
             "There is no compaction to undo in this session (undo only reaches compactions "
@@ -429,5 +430,5 @@ def undo(session: Session) -> UndoEntry:
     after = {id(m) for m in entry.after}
     later = [m for m in session.messages if id(m) not in after]
     session.messages[:] = [*entry.before, *later]
-    session.last_usage = None
+    session.conversation.last_usage = None
     return entry

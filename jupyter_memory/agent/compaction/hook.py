@@ -1,4 +1,4 @@
-"""The turn hook that watches the context before every model call (SPEC §7).
+"""The turn hook that watches the context before every model call (docs/reference.md#compaction).
 
 Before each call: after an idle gap (the prompt cache has expired anyway) old tool
 outputs are cleared; past the autocompact level the conversation is compacted; past
@@ -10,10 +10,10 @@ consistent). Three automatic failures in a row open a breaker for the session.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from jupyter_memory.agent.compaction.bookkeeping import MAX_FAILURES, state_of
+from jupyter_memory.agent.compaction.bookkeeping import MAX_FAILURES
 from jupyter_memory.agent.compaction.budget import (
     estimate_next_request,
     percent,
@@ -22,17 +22,19 @@ from jupyter_memory.agent.compaction.budget import (
 from jupyter_memory.agent.compaction.core import INSERTED_KINDS, compact, kind_of
 from jupyter_memory.agent.compaction.errors import ContextLimitReached
 from jupyter_memory.agent.compaction.micro import microcompact
+from jupyter_memory.agent.failures import describe_background_failure
+from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.session import Session
+    from jupyter_memory.agent.compaction.host import CompactingSession
 
 #: Minutes without an answer after which old tool outputs are cleared (the reference's
 #: trigger: by then the 5-minute prompt cache has long expired).
 IDLE_MINUTES = 60.0
 
 
-class CompactionHook:
-    """Keep every request under the model's window; register in ``session.hooks``.
+class CompactionHook(TurnHook):
+    """Keep every request under the model's window (``session.compactor``).
 
     ``auto`` and ``idle_minutes`` default to the session config's ``auto_compact`` (True)
     and ``microcompact_idle_minutes`` (60; 0 turns the idle trigger off). ``clock``
@@ -41,7 +43,7 @@ class CompactionHook:
 
     def __init__(
         self,
-        session: Session,
+        session: CompactingSession,
         *,
         auto: bool | None = None,
         idle_minutes: float | None = None,
@@ -56,22 +58,18 @@ class CompactionHook:
     def auto(self) -> bool:
         if self._auto is not None:
             return self._auto
-        return bool(getattr(self.session.config, "auto_compact", True))
+        return bool(self.session.config.auto_compact)
 
     @property
     def idle_minutes(self) -> float:
         if self._idle is not None:
             return self._idle
-        value = getattr(self.session.config, "microcompact_idle_minutes", IDLE_MINUTES)
-        return float(value or 0)
+        return float(self.session.config.microcompact_idle_minutes or 0)
 
     # ------------------------------------------------------------------ turn hooks
 
-    def before_call(self, turn: Any, round_index: int) -> None:
+    def before_call(self, turn: TurnView, round_index: int) -> None:
         session = self.session
-        if turn.extra.get("compaction_checked") == round_index:
-            return  # a second CompactionHook on the same session: one check per call
-        turn.extra["compaction_checked"] = round_index
         if round_index == 0:
             self._idle_microcompact(turn)
         th = session_thresholds(session)
@@ -96,18 +94,18 @@ class CompactionHook:
                 f"{th.window:,}); {then}.",
             )
 
-    def record_fields(self, turn: Any) -> dict[str, Any] | None:
+    def record_fields(self, turn: TurnView) -> Mapping[str, Any] | None:
         made = turn.extra.get("compactions")
         return {"compactions": [r.to_json() for r in made]} if made else None
 
-    def after_turn(self, turn: Any, result: Any) -> None:
+    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
         if turn.got_response:
-            state_of(self.session).last_answer_at = self.clock()
+            self.session.compaction.last_answer_at = self.clock()
 
     # ------------------------------------------------------------------ actions
 
-    def _idle_microcompact(self, turn: Any) -> None:
-        last = state_of(self.session).last_answer_at
+    def _idle_microcompact(self, turn: TurnView) -> None:
+        last = self.session.compaction.last_answer_at
         minutes = self.idle_minutes
         if not minutes or last is None:
             return
@@ -123,10 +121,10 @@ class CompactionHook:
                 "%compact --undo brings them back.",
             )
 
-    def _make_room(self, turn: Any, tokens: int) -> int:
+    def _make_room(self, turn: TurnView, tokens: int) -> int:
         """Compact (then clear old tool outputs if still needed); return the new size."""
         session = self.session
-        state = state_of(session)
+        state = session.compaction
         th = session_thresholds(session)
         owned = {id(m) for m in turn.added}
         first = next((i for i, m in enumerate(session.messages) if id(m) in owned),
@@ -142,8 +140,9 @@ class CompactionHook:
                 result = compact(session, trigger="auto", client=turn.client,
                                  keep_tail=turn.added)
             except Exception as exc:  # any failure: count it, keep the turn going
-                opened = state.failed(str(exc))
-                turn.note("warning", f"Automatic compaction failed: {exc}")
+                reason = describe_background_failure(exc, "compacting the conversation")
+                opened = state.failed(reason)
+                turn.note("warning", f"Automatic compaction failed: {reason}")
                 if opened:
                     turn.extra["breaker_noted"] = True  # said once per turn
                     turn.note("warning", _BREAKER_TEXT)

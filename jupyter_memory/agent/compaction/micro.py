@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from jupyter_memory.agent.compaction.bookkeeping import UndoEntry, state_of
+from jupyter_memory.agent.compaction.bookkeeping import UndoEntry
 from jupyter_memory.context.tokens import block_text as _block_text
 from jupyter_memory.context.tokens import estimate_tokens
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.session import Session
+    from jupyter_memory.agent.compaction.host import CompactingSession
 
 #: Tools whose results may be cleared (the reference's read, search, shell, edit and
 #: write tools; here RunPython is the shell and the kernel inspectors are reads).
@@ -83,7 +83,7 @@ def microcompact_messages(
     return out, cleared, max(0, saved)
 
 
-def microcompact(session: Session, *, keep: int = KEEP_RECENT, trigger: str = "manual") -> int:
+def microcompact(session: CompactingSession, *, keep: int = KEEP_RECENT, trigger: str = "manual") -> int:
     """Clear old tool outputs in ``session``'s conversation; returns how many were cleared.
 
     Undoable with :func:`jupyter_memory.agent.compaction.undo`. The stored usage of the last
@@ -95,10 +95,10 @@ def microcompact(session: Session, *, keep: int = KEEP_RECENT, trigger: str = "m
     if not cleared:
         return 0
     session.messages[:] = after
-    session.last_usage = None
+    session.conversation.last_usage = None
     description = (
         f"cleared {cleared} old tool output{'s' if cleared != 1 else ''} "
         f"(about {saved:,} tokens, {trigger})"
     )
-    state_of(session).push(UndoEntry("micro", before, list(after), description))
+    session.compaction.push(UndoEntry("micro", before, list(after), description))
     return cleared

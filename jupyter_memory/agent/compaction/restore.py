@@ -5,7 +5,7 @@ recently are read again from disk and attached (at most :data:`MAX_FILES`, each 
 :data:`FILE_TOKENS`, all together within :data:`TOTAL_TOKENS`). The record of files
 read is then cleared, so anything else is read again before it is edited. The
 project's instruction file is re-read from disk, and path-scoped rules wait for a
-matching read again (SPEC §3, §7).
+matching read again (docs/reference.md#instruction-memory and #compaction).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.tokens import estimate_tokens
 
 if TYPE_CHECKING:
-    from jupyter_memory.agent.session import Session
+    from jupyter_memory.agent.host import SessionHost
 
 MAX_FILES = 5
 FILE_TOKENS = 5_000
@@ -154,7 +154,7 @@ def instruction_paths(instructions: Any) -> set[Path]:
     return {Path(os.path.realpath(f.path)) for f in files}
 
 
-def reread_instructions(session: Session) -> Path | None:
+def reread_instructions(session: SessionHost) -> Path | None:
     """Re-read the project instruction file from disk into the session's context.
 
     Path-scoped rules and subfolder files activated by reads are forgotten; they come

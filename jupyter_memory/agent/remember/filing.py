@@ -22,6 +22,7 @@ from jupyter_memory.memdir.store import MemoryStore
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
+    from jupyter_memory.context.sdk import ModelClient
 
 __all__ = ["REMEMBER_SYSTEM", "remember_prompt", "remember_with_agent"]
 
@@ -91,7 +92,7 @@ def _dates_in(store: MemoryStore, files: list[str], today: _dt.date | None) -> l
 
 def remember_with_agent(
     session: Session,
-    client: Any,
+    client: ModelClient,
     store: MemoryStore,
     body: str,
     *,
@@ -135,11 +136,10 @@ def remember_with_agent(
         return {"model": session.config.model, "max_tokens": session.config.max_tokens,
                 "system": system, "tools": definitions, "messages": messages}
 
-    from jupyter_memory.context.pricing import charge
-
     run = run_confined(client, body_for, [first],
                         lambda tool, args: registry.run(tool, args, ctx), max_calls=max_calls,
-                        on_response=lambda m: charge(session, "remember", m, session.config.model))
+                        on_response=lambda m: session.cost_ledger.charge(
+                            "remember", m, session.config.model))
     files = [f for f in recording.before if f != INDEX_NAME and (folder / f).exists()]
     created = [f for f in files if recording.before[f] is None]
     out = RememberResult("agent", folder, files, created, agent_text=run.final_text)
@@ -152,14 +152,15 @@ def remember_with_agent(
             if changes:
                 store.update(file, provenance="user", type=changes.get("type"),
                              name=changes.get("name"), description=changes.get("description"))
-    settle = getattr(store, "settle", None)  # the team folder's rules (SPEC §8)
-    if settle is not None:
-        out.notes += [moved.note for moved in settle(files)]
+    settle = getattr(store, "settle", None)  # the team folder's rules (docs/reference.md#team-mode)
+    moved = settle(files) if settle is not None else []
+    if moved:  # saved, in the scope the rules give it: not a memory lost
+        out.notes += [m.note for m in moved]
         files = [f for f in files if (folder / f).exists()]
         out.files, out.created = files, [f for f in created if f in files]
     if run.stopped:
         out.notes.append(f"The agent used all {max_calls} model calls before it finished.")
-    if not files:
+    if not files and not moved:
         _LOG.debug("%%remember filed nothing; the model answered: %s", run.final_text)
         refused = _refused_writes(run.messages)
         if refused:

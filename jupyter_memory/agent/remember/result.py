@@ -51,7 +51,8 @@ class RememberResult:
     def summary(self) -> str:
         """Lines for the person: what was saved where, what was guessed, date warnings."""
         parts = [f"{f} ({'new' if f in self.created else 'updated'})" for f in self.files]
-        lines = [f"Saved {', '.join(parts)} in {self.folder}.", *self.notes]
+        saved = [f"Saved {', '.join(parts)} in {self.folder}."] if parts else []
+        lines = [*saved, *self.notes]
         warning = date_warning(self.dates)
         if warning:
             lines.append(warning)

@@ -21,7 +21,7 @@ __all__ = ["scope_store"]
 def scope_store(session: Session, scope: str = "memdir", agent: str = DEFAULT_AGENT) -> MemoryStore:
     """The store of ``scope`` for ``session``; refuses when auto memory is off.
 
-    With auto memory off, agent scopes have no effect either (SPEC §8), so they are
+    With auto memory off, agent scopes have no effect either (docs/reference.md#agent-memory), so they are
     refused with the same message.
     """
     memdir = session.memdir

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.tools.permissions import PermissionPolicy
-from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.errors import JupyterMemoryError, ToolFailed
 from jupyter_memory.memdir.store import MemoryStore
 
 if TYPE_CHECKING:  # annotations only
@@ -32,8 +33,10 @@ __all__ = [
     "validate_input",
 ]
 
+log = logging.getLogger(__name__)
 
-class ToolInputError(JupyterMemoryError, ValueError):
+
+class ToolInputError(ToolFailed, ValueError):
     """A tool call whose input does not match the tool's schema."""
 
 
@@ -85,7 +88,7 @@ class ToolContext:
     restrict_to_memdir: bool = False
     provenance: str = "agent"
     #: The team folder when it lives outside the memdir (``teamMemoryDirectory``): paths in
-    #: it count as memdir paths named ``team/…`` (SPEC §8).
+    #: it count as memdir paths named ``team/…`` (docs/reference.md#team-mode).
     team_dir: Path | None = None
 
     def __post_init__(self) -> None:
@@ -281,8 +284,10 @@ class ToolRegistry:
         try:
             result = tool.run(input, ctx)
         except JupyterMemoryError as exc:
+            log.debug("%s refused: %s", name, exc)
             return ToolResult.error(str(exc), error_type=type(exc).__name__)
-        except (Exception, SystemExit) as exc:
+        except (Exception, SystemExit) as exc:  # told to the model; the traceback, logged
+            log.info("%s raised %s", name, type(exc).__name__, exc_info=True)
             detail = str(exc) or "(no message)"
             return ToolResult.error(
                 f"{name} failed with {type(exc).__name__}: {detail}",

@@ -9,6 +9,7 @@ Writes elsewhere in the project need the person's permission.
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -201,6 +202,8 @@ def _read(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         meta["activated"] = _activate(ctx, path)
     except Exception as exc:  # a broken instruction file must not hide the file just read
+        logging.getLogger(__name__).info("activating instructions for %s failed", path,
+                                         exc_info=True)
         meta["activated"] = []
         meta["activation_error"] = f"{type(exc).__name__}: {exc}"
     return ToolResult(body, False, meta)

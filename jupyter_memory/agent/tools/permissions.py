@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from jupyter_memory.errors import ConfigError, JupyterMemoryError
+from jupyter_memory.errors import ConfigError, ToolFailed
 
 __all__ = [
     "MODES",
@@ -36,7 +36,7 @@ _ALWAYS = ("a", "always")
 _NO = ("n", "no", "")
 
 
-class PermissionDenied(JupyterMemoryError):
+class PermissionDenied(ToolFailed):
     """A tool call that needed permission and did not get it."""
 
 

@@ -1,4 +1,4 @@
-"""Record every model exchange of a session, and replay it offline (SPEC §11).
+"""Record every model exchange of a session, and replay it offline (docs/reference.md#where-this-project-differs).
 
 A recording is one JSON file (by default ``<notebook stem>.recording.json`` beside the
 notebook) holding, for each request the session sent, its digest, the request itself and
@@ -16,8 +16,10 @@ that read ``/old/folder/memory/x.md`` reads ``/new/folder/memory/x.md`` on repla
 
 Modules, one concern each: ``normalise`` (placeholders), ``differences`` (the first
 difference), ``matching`` (the conversation a request carries, what else changed),
-``file`` (the recording file and its start snapshot), ``settle`` (waiting for background
-work), ``recorder``, ``replayer`` and ``control`` (start, stop, which one runs). Every name
+``file`` (the recording file and its start snapshot), ``recorder`` and ``replayer`` (the
+two model endpoints) and ``control`` (start, stop, which one runs). Neither waits for
+background work: both are synchronous endpoints, so the agent loop runs it at defined
+points (``agent/background.py``). Every name
 is also exported here, loaded on first use, so ``from jupyter_memory.sessions import
 recording as record; record.start_replay(...)`` works as it always did.
 """
@@ -68,7 +70,6 @@ if TYPE_CHECKING:
     )
     from jupyter_memory.sessions.recording.recorder import SDK_OPTIONS, Recorder, RecordingClient
     from jupyter_memory.sessions.recording.replayer import Replayer
-    from jupyter_memory.sessions.recording.settle import SETTLE_SECONDS
 
 #: Where each name lives (``__all__`` and the imports for the type checker list the same).
 _EXPORTS = {
@@ -82,7 +83,6 @@ _EXPORTS = {
     "PYTHON": "normalise",
     "REPLAY_ENV": "control",
     "SDK_OPTIONS": "recorder",
-    "SETTLE_SECONDS": "settle",
     "SNAPSHOT_MAX_BYTES": "file",
     "SUFFIX": "file",
     "TIMESTAMP": "normalise",
@@ -118,7 +118,6 @@ __all__ = [
     "PYTHON",
     "REPLAY_ENV",
     "SDK_OPTIONS",
-    "SETTLE_SECONDS",
     "SNAPSHOT_MAX_BYTES",
     "SUFFIX",
     "TIMESTAMP",

@@ -1,4 +1,9 @@
-"""Starting and stopping record and replay on a session, and which one is running."""
+"""Starting and stopping record and replay on a session, and which one is running.
+
+Both are model endpoints (``agent/endpoint.py``): starting one is ``session.use_endpoint``,
+stopping one switches the session to what comes after it (the endpoint a recording
+wrapped; a live endpoint after a replay).
+"""
 
 from __future__ import annotations
 
@@ -29,11 +34,9 @@ REPLAY_ENV = "JUPYTER_MEMORY_REPLAY"
 
 
 def controller(session: Session) -> Recorder | Replayer | None:
-    """The recorder or replayer attached to ``session``, if any."""
-    for hook in session.hooks:
-        if isinstance(hook, Recorder | Replayer) and hook.active:
-            return hook
-    return None
+    """The recorder or replayer that is ``session``'s endpoint, if it is one."""
+    endpoint = session.endpoint
+    return endpoint if isinstance(endpoint, Recorder | Replayer) else None
 
 
 def stop(session: Session) -> Recorder | Replayer | None:
@@ -47,7 +50,9 @@ def stop(session: Session) -> Recorder | Replayer | None:
 def start_recording(session: Session, path: str | os.PathLike[str]) -> Recorder:
     """Record every model exchange of ``session`` from now on into ``path`` (overwritten)."""
     stop(session)
-    return Recorder(session, Recording.new(Path(path), session)).start()
+    recorder = Recorder(session, Recording.new(Path(path), session), session.endpoint)
+    session.use_endpoint(recorder)
+    return recorder
 
 
 def match_mode(strict: bool = False, configured: str = "", env: Mapping[str, str] | None = None) -> str:
@@ -74,4 +79,5 @@ def start_replay(session: Session, path: str | os.PathLike[str], *, match: str =
     recording = Recording.load(path)
     replayer = Replayer(session, recording, match=match)
     stop(session)
-    return replayer.start()
+    session.use_endpoint(replayer.start())
+    return replayer

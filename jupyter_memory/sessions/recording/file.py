@@ -57,11 +57,6 @@ SNAPSHOT_MAX_BYTES = 1_000_000
 class RecordingError(JupyterMemoryError):
     """A recording that cannot be read, written or replayed."""
 
-    def _render_traceback_(self) -> list[str]:
-        # IPython shows these lines instead of a traceback: the message is the point.
-        return [f"{type(self).__name__}: {line}" if i == 0 else line
-                for i, line in enumerate(str(self).splitlines())]
-
 
 class ReplayMismatch(RecordingError):
     """A request made during replay is not in the recording."""
@@ -123,9 +118,9 @@ class Recording:
             "placeholders": sorted(set(norm.placeholders)
                                    | {TODAY, PLATFORM, PYTHON, TIMESTAMP, MTIME, INSTANT}),
             "start": {
-                "turn_count": session.turn_count,
+                "turn_count": session.conversation.turn_count,
                 "messages": norm.response(jsonable(session.messages)),
-                "memdir": _memdir_snapshot(getattr(session.location, "memdir", None)),
+                "memdir": _memdir_snapshot(session.location.memdir),
                 "instructions": _instruction_snapshot(session, norm),
             },
             "turns": [],

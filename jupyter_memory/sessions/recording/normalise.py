@@ -80,10 +80,10 @@ class Normaliser:
 
         env = session.env
         location = session.location
-        log = getattr(session, "log", None)
+        log = session.log
         values = [
             ("{{LOG}}", log.path if log is not None else None),
-            ("{{MEMDIR}}", getattr(location, "memdir", None)),
+            ("{{MEMDIR}}", location.memdir),
             ("{{TRANSCRIPTS}}", transcripts_dir(session.cwd, env)),
             ("{{NOTEBOOK}}", session.notebook),
             ("{{PROJECT}}", session.project_root),

@@ -1,20 +1,23 @@
-"""Recording: a session hook and SDK client factory that write every finished model
-exchange, normalised, to the recording file."""
+"""Recording: a model endpoint that writes every finished model exchange, normalised, to
+the recording file, on its way through to the endpoint it records."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from jupyter_memory.agent.endpoint import ModelEndpoint
+from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
+from jupyter_memory.context.sdk import MessagesAPI, ModelClient
 from jupyter_memory.sessions.recording.file import Recording
 from jupyter_memory.sessions.recording.normalise import Normaliser, jsonable
-from jupyter_memory.sessions.recording.settle import (
-    settle_background,
-    settle_prefetch,
-    settle_session_notes,
-)
 
 if TYPE_CHECKING:
+    from anthropic.lib.streaming import MessageStream
+    from anthropic.types import Message, MessageTokensCount
+
     from jupyter_memory.agent.session import Session
 
 __all__ = ["SDK_OPTIONS", "Recorder", "RecordingClient"]
@@ -35,17 +38,20 @@ def _response_dict(message: Any) -> dict[str, Any]:
 class _RecordedStream:
     """Wraps the SDK's stream manager; hands the final message over on a clean exit."""
 
-    def __init__(self, manager: Any, on_final: Callable[[Any], None]) -> None:
+    def __init__(self, manager: AbstractContextManager[MessageStream],
+                 on_final: Callable[[Message], None]) -> None:
         self._manager = manager
         self._on_final = on_final
-        self._stream: Any = None
+        self._stream: MessageStream | None = None
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> MessageStream:
         self._stream = self._manager.__enter__()
         return self._stream
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
-        final = self._stream.get_final_message() if exc_type is None else None
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool | None:
+        stream = self._stream
+        final = stream.get_final_message() if exc_type is None and stream is not None else None
         result = self._manager.__exit__(exc_type, exc, tb)
         if final is not None:
             self._on_final(final)
@@ -53,14 +59,15 @@ class _RecordedStream:
 
 
 class _RecordingMessages:
-    def __init__(self, inner: Any, recorder: Recorder) -> None:
+    """``client.messages`` of a recorded client: each finished call is captured."""
+
+    def __init__(self, inner: MessagesAPI, recorder: Recorder) -> None:
         self._inner = inner
         self._recorder = recorder
 
-    def create(self, **kwargs: Any) -> Any:
+    def create(self, **kwargs: Any) -> Message:
         message = self._inner.create(**kwargs)
-        if not kwargs.get("stream"):
-            self._recorder.capture(kwargs, message, stream=False)
+        self._recorder.capture(kwargs, message, stream=False)
         return message
 
     def stream(self, **kwargs: Any) -> _RecordedStream:
@@ -69,59 +76,70 @@ class _RecordingMessages:
             lambda message: self._recorder.capture(kwargs, message, stream=True),
         )
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    def count_tokens(self, **kwargs: Any) -> MessageTokensCount:
+        return self._inner.count_tokens(**kwargs)  # no exchange to record
 
 
 class RecordingClient:
     """An SDK client whose message calls are written to the recording as they finish."""
 
-    def __init__(self, inner: Any, recorder: Recorder) -> None:
-        self._inner = inner
-        self.messages = _RecordingMessages(inner.messages, recorder)
+    def __init__(self, inner: ModelClient, recorder: Recorder) -> None:
+        self.inner = inner
+        self._messages = _RecordingMessages(inner.messages, recorder)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    @property
+    def messages(self) -> _RecordingMessages:
+        return self._messages
+
+    def close(self) -> None:
+        self.inner.close()
 
 
-class Recorder:
-    """Session hook and client factory that record every model exchange to a file."""
+class Recorder(ModelEndpoint, TurnHook):
+    """The endpoint of a session being recorded: the endpoint it wraps (``inner``) answers,
+    and every exchange is written down; as a turn hook it notes each turn's timing.
+
+    Background work is synchronous while recording, so a replay of the file makes the
+    same requests at the same points. Stopping hands the session back the endpoint it
+    recorded (:meth:`stop`).
+    """
 
     kind = "record"
+    synchronous = True
 
-    def __init__(self, session: Session, recording: Recording) -> None:
+    def __init__(self, session: Session, recording: Recording, inner: ModelEndpoint) -> None:
         self.session = session
         self.recording = recording
-        self._previous_factory: Any = None
-        self.active = False
+        self.inner = inner
+        self._released = False
+        self._client: RecordingClient | None = None
 
-    def start(self) -> Recorder:
-        session = self.session
-        self._previous_factory = session.client_factory
-        session.client_factory = self._make_client
-        session.hooks.append(self)
-        self.active = True
-        return self
+    # -- the endpoint
+
+    def client(self, *, max_retries: int, timeout: float) -> ModelClient:
+        inner = self.inner.client(max_retries=max_retries, timeout=timeout)
+        if self._client is None or self._client.inner is not inner:
+            self._client = RecordingClient(inner, self)
+        return self._client
+
+    def turn_hooks(self) -> tuple[TurnHook, ...]:
+        return (self,)
+
+    def owns(self, other: ModelEndpoint) -> bool:
+        return other is self.inner and not self._released
+
+    def describe(self) -> str:
+        return f"{self.status()}, through {self.inner.describe()}"
 
     def stop(self) -> None:
-        if not self.active:
-            return
-        session = self.session
-        session.client_factory = self._previous_factory
-        if self in session.hooks:
-            session.hooks.remove(self)
-        self.active = False
+        """Stop recording (the file stays): the session gets back the endpoint recorded."""
+        if self.session.endpoint is self:
+            self._released = True
+            self.session.use_endpoint(self.inner)
 
-    def _make_client(self) -> RecordingClient:
-        if self._previous_factory is not None:
-            inner = self._previous_factory()
-        else:
-            from jupyter_memory.agent.client import make_client
-
-            config = self.session.config
-            inner = make_client(self.session.env, max_retries=config.max_retries,
-                                timeout=config.timeout)
-        return RecordingClient(inner, self)
+    def close(self) -> None:
+        if not self._released:
+            self.inner.close()
 
     def capture(self, kwargs: Mapping[str, Any], message: Any, *, stream: bool) -> None:
         """Store one finished exchange and save the file."""
@@ -134,12 +152,7 @@ class Recorder:
 
     # -- turn hooks
 
-    def before_call(self, turn: Any, round_index: int) -> None:
-        settle_prefetch(turn, round_index)
-        settle_session_notes(self.session)
-
-    def after_turn(self, turn: Any, result: Any) -> None:
-        settle_background(self.session)
+    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
         record = result.record
         self.recording.add_turn({
             "turn": record.get("turn"),

@@ -1,6 +1,6 @@
-"""Replay: a session hook and SDK client factory that answer every model call from a
-recording, through the local Messages API server (``jupyter_memory.localapi``), so the
-agent runs exactly the code it runs against the real API with no key and no network.
+"""Replay: a model endpoint that answers every model call from a recording, through the
+local Messages API server (``jupyter_memory.localapi``), so the agent runs exactly the code
+it runs against the real API with no key and no network.
 
 A request that is not in the recording is refused with the first difference, so a changed
 prompt or a changed memory fails loudly instead of silently drifting.
@@ -9,12 +9,17 @@ prompt or a changed memory fails loudly instead of silently drifting.
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory._version import __version__
+from jupyter_memory.agent.endpoint import ModelEndpoint
+from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
 from jupyter_memory.context.assemble import digest
+from jupyter_memory.context.sdk import ModelClient
 from jupyter_memory.sessions.recording.differences import describe_difference, locate_difference
 from jupyter_memory.sessions.recording.file import Recording, RecordingError
 from jupyter_memory.sessions.recording.matching import (
@@ -24,30 +29,44 @@ from jupyter_memory.sessions.recording.matching import (
     describe_changes,
 )
 from jupyter_memory.sessions.recording.normalise import Normaliser
-from jupyter_memory.sessions.recording.settle import (
-    settle_background,
-    settle_prefetch,
-    settle_session_notes,
-)
 
 if TYPE_CHECKING:
+    import anthropic
+
     from jupyter_memory.agent.session import Session
+    from jupyter_memory.localapi.server import FakeAnthropic
+    from jupyter_memory.transcript.mirror import SessionLog
 
 __all__ = ["Replayer"]
 
+log = logging.getLogger(__name__)
 
-class Replayer:
-    """Session hook and client factory that answer every model call from a recording.
+
+@dataclass(frozen=True)
+class _Identity:
+    """What a replay changes of its session, given back when the replay is closed."""
+
+    session_id: str
+    notebook: str | None
+    today_override: str | None
+    log: SessionLog | None
+
+
+class Replayer(ModelEndpoint, TurnHook):
+    """The endpoint of a replayed session: every model call answered from a recording.
 
     A local Messages API server (:class:`~jupyter_memory.localapi.server.FakeAnthropic`
     with a responder) looks each request up by its normalised digest. While replaying,
     the session takes the recording's session id, date, conversation start and turn
     count; it logs to ``<session id>/replays/<time>.jsonl`` beside the recorded session's
     log (never into it); and each turn record gets the recorded timestamps and message
-    ids, so a replayed notebook shows the same outputs every time.
+    ids (the turn hook), so a replayed notebook shows the same outputs every time.
+    Background work is synchronous while replaying, as it was while recording. Closing
+    the replay stops its server and gives the session its own id, date and log back.
     """
 
     kind = "replay"
+    synchronous = True
 
     def __init__(self, session: Session, recording: Recording, *, match: str = "conversation") -> None:
         if match not in MATCH_MODES:
@@ -68,8 +87,9 @@ class Replayer:
         self._turn_index = 0
         self._turn_mismatches = 0
         self._lock = threading.Lock()
-        self._server: Any = None
-        self._saved: dict[str, Any] = {}
+        self._server: FakeAnthropic | None = None
+        self._client: anthropic.Anthropic | None = None
+        self._identity: _Identity | None = None
         self.active = False
         self._today = str(recording.data.get("today") or session.today())
         self._by_digest: dict[str, list[dict[str, Any]]] = {}
@@ -80,15 +100,16 @@ class Replayer:
             self._by_conversation.setdefault(key, []).append(exchange)
 
     def start(self) -> Replayer:
+        """Start the local server and give the session the recording's identity; then
+        ``session.use_endpoint(replayer)`` sends its calls here (``control.start_replay``)."""
         from jupyter_memory.localapi.server import FakeAnthropic
 
         session = self.session
         self._server = FakeAnthropic(responder=self._respond).start()
-        self._saved = {"factory": session.client_factory, "log": session.log,
-                       "session_id": session.session_id}
+        self._identity = _Identity(session.session_id, session.notebook,
+                                   session.today_override, session.log)
         if self.recording.session_id:
             session.session_id = self.recording.session_id
-        self._saved["notebook"] = session.notebook
         if not session.notebook:
             # A kernel started without its notebook's path (nbconvert, nbclient, papermill)
             # takes the recorded notebook's name beside the recording, so the session's
@@ -97,44 +118,49 @@ class Replayer:
             if adopted is not None:
                 session.notebook = str(adopted)
         if session.log is not None:
-            self._swap_log(session.log, _replay_log(session))
-        self._saved["today_override"] = session.today_override
+            session.log = _replay_log(session)
         session.today_override = self._today
         session.reload()  # the memory store takes the new session id
-        session.client_factory = self._make_client
-        session.hooks.append(self)
         start = self.recording.start
         norm = Normaliser.for_session(session)
         session.messages[:] = norm.restore(start.get("messages") or [])
-        session.turn_count = int(start.get("turn_count") or 0)
+        session.conversation.turn_count = int(start.get("turn_count") or 0)
         self.active = True
         return self
 
     def stop(self) -> None:
+        """Stop replaying: the session's calls go to the live endpoint again."""
+        if self.session.endpoint is self:
+            from jupyter_memory.agent.endpoint import LiveEndpoint
+
+            self.session.use_endpoint(LiveEndpoint(self.session.env))
+
+    def close(self) -> None:
+        """Stop the server and give the session its own id, date, notebook and log back."""
         if not self.active:
             return
+        self.active = False
         session = self.session
-        session.client_factory = self._saved["factory"]
-        if self in session.hooks:
-            session.hooks.remove(self)
-        if self._saved["log"] is not None and session.log is not self._saved["log"]:
-            self._swap_log(session.log, self._saved["log"])
-        session.today_override = self._saved.get("today_override")
-        if "notebook" in self._saved:
-            session.notebook = self._saved["notebook"]
-        if session.session_id != self._saved["session_id"]:
-            session.session_id = self._saved["session_id"]
-            session.reload()
+        saved = self._identity
+        if saved is not None:
+            session.log = saved.log
+            session.today_override = saved.today_override
+            session.notebook = saved.notebook
+            if session.session_id != saved.session_id:
+                session.session_id = saved.session_id
+                session.reload()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
         if self._server is not None:
             self._server.stop()
             self._server = None
-        self.active = False
 
-    def _swap_log(self, old: Any, new: Any) -> None:
-        session = self.session
-        if old in session.hooks:
-            session.hooks[session.hooks.index(old)] = new
-        session.log = new
+    def describe(self) -> str:
+        return self.status()
+
+    def turn_hooks(self) -> tuple[TurnHook, ...]:
+        return (self,)
 
     @property
     def base_url(self) -> str:
@@ -142,11 +168,15 @@ class Replayer:
             raise RecordingError("The replay server is not running; start the replay first.")
         return str(self._server.base_url)
 
-    def _make_client(self) -> Any:
-        import anthropic
+    def client(self, *, max_retries: int, timeout: float) -> ModelClient:
+        """A client of the replay server (no key; a refusal is never worth a retry)."""
+        if self._client is None:
+            import anthropic
 
-        return anthropic.Anthropic(base_url=self.base_url, api_key="replay-needs-no-key",
-                                   max_retries=0, timeout=self.session.config.timeout)
+            self._client = anthropic.Anthropic(base_url=self.base_url,
+                                               api_key="replay-needs-no-key", max_retries=0,
+                                               timeout=timeout)
+        return self._client
 
     # -- answering
 
@@ -183,6 +213,7 @@ class Replayer:
                 return turn
         with self._lock:
             self.mismatches.append(problem)
+        log.info("replay refused a request: %s", problem.splitlines()[0])
         return _fault_turn(Fault, problem)
 
     def _warn(self, exchange: Mapping[str, Any], normalised: Mapping[str, Any]) -> None:
@@ -258,19 +289,14 @@ class Replayer:
 
     # -- turn hooks
 
-    def before_turn(self, turn: Any) -> None:
+    def before_turn(self, turn: TurnView) -> None:
         with self._lock:
             self._turn_mismatches = len(self.mismatches)
         recorded = self._recorded_turn()
         if recorded and recorded.get("today"):
             self._today = self.session.today_override = str(recorded["today"])
 
-    def before_call(self, turn: Any, round_index: int) -> None:
-        settle_prefetch(turn, round_index)
-        settle_session_notes(self.session)
-
-    def after_turn(self, turn: Any, result: Any) -> None:
-        settle_background(self.session)
+    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
         recorded = self._recorded_turn()
         self._turn_index += 1
         with self._lock:
@@ -298,7 +324,7 @@ class Replayer:
                 f"{len(self.warnings)} warnings)")
 
 
-def _replay_log(session: Session) -> Any:
+def _replay_log(session: Session) -> SessionLog:
     """A session log writing to its own file, so a replay never adds to the original log.
 
     Its ``path`` stays the recorded session's log, which is what the conversation names

@@ -22,9 +22,11 @@ jest.mock('@jupyterlab/services', () => ({
 }));
 
 import {
+  EXTENSION_MISSING,
   fileSegment,
   MemoryAPI,
   MemoryAPIError,
+  replyError,
   requestAPI,
   withPath
 } from '../api';
@@ -57,7 +59,10 @@ describe('api', () => {
 
   it("reports the server's own error message", async () => {
     makeRequest.mockResolvedValue(
-      reply(404, '{"message": "No memory named x.md"}')
+      reply(
+        404,
+        '{"error": "MemoryNotFound", "message": "No memory named x.md"}'
+      )
     );
     const error = await requestAPI('memories/x.md', {}, settings).catch(
       (e: any) => e
@@ -65,14 +70,74 @@ describe('api', () => {
     expect(error).toBeInstanceOf(MemoryAPIError);
     expect(error.status).toBe(404);
     expect(error.message).toBe('No memory named x.md');
+    expect(error.extensionMissing).toBe(false);
   });
 
-  it('falls back to the text, then to the status line', async () => {
-    makeRequest.mockResolvedValue(reply(500, 'boom'));
-    await expect(requestAPI('x', {}, settings)).rejects.toThrow('boom');
+  it('never shows a body that is not our JSON, only the status line', async () => {
+    makeRequest.mockResolvedValue(reply(500, 'boom <b>secret</b>'));
+    await expect(requestAPI('x', {}, settings)).rejects.toThrow(
+      'The server answered HTTP 500 (Status 500).'
+    );
     makeRequest.mockResolvedValue(reply(502, ''));
     await expect(requestAPI('x', {}, settings)).rejects.toThrow(
-      '502 Status 502'
+      'The server answered HTTP 502 (Status 502).'
+    );
+    // jupyter_server's own JSON errors are not ours: their status line only.
+    makeRequest.mockResolvedValue(
+      reply(403, '{"message": "Forbidden <img src=x>", "reason": null}')
+    );
+    await expect(requestAPI('x', {}, settings)).rejects.toThrow(
+      'The server answered HTTP 403 (Status 403).'
+    );
+  });
+
+  it('names a missing server extension, and never shows its 404 page', async () => {
+    const token = 'c0ffee1234567890token';
+    const page =
+      '<!DOCTYPE HTML><html><head><title>Jupyter Server</title></head>' +
+      `<body data-jupyter-api-token="${token}"><h1>404 : Not Found</h1>` +
+      '<p>You are requesting a page that does not exist!</p></body></html>';
+    makeRequest.mockResolvedValue(reply(404, page));
+    const error = await requestAPI('memories?path=a', {}, settings).catch(
+      (e: any) => e
+    );
+    expect(error).toBeInstanceOf(MemoryAPIError);
+    expect(error.extensionMissing).toBe(true);
+    expect(error.message).toBe(EXTENSION_MISSING);
+    expect(error.message).toContain(
+      'The jupyter-memory server extension is not running in this Jupyter server'
+    );
+    expect(error.message).toContain(
+      'jupyter server extension enable jupyter_memory'
+    );
+    expect(error.message).not.toContain(token);
+    expect(error.message).not.toContain('<');
+  });
+
+  it('says so when a page answers in place of our JSON', async () => {
+    const page =
+      '<html><body data-jupyter-api-token="t0k3n">Log in</body></html>';
+    makeRequest.mockResolvedValue(reply(200, page));
+    const error = await requestAPI('stamp?path=a', {}, settings).catch(
+      (e: any) => e
+    );
+    expect(error).toBeInstanceOf(MemoryAPIError);
+    expect(error.extensionMissing).toBe(true);
+    expect(error.message).toContain('HTTP 200 with a page');
+    expect(error.message).not.toContain('t0k3n');
+  });
+
+  it('keeps our own messages short and on one line', () => {
+    const long = 'word '.repeat(400);
+    const body = JSON.stringify({
+      error: 'BadRequest',
+      message: `a\n\nb ${long}`
+    });
+    const error = replyError(400, 'Bad Request', body);
+    expect(error.message.startsWith('a b word')).toBe(true);
+    expect(error.message.length).toBeLessThanOrEqual(500);
+    expect(replyError(418, "I'm a <b>teapot</b>", '').message).toBe(
+      "The server answered HTTP 418 (I'm a bteapotb)."
     );
   });
 
