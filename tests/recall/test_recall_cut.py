@@ -16,7 +16,7 @@ import pytest
 from jupyter_memory.recall import offline as selector
 from jupyter_memory.recall import semantic
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 for _entry in (ROOT / "benchmarks", ROOT):
     if str(_entry) not in sys.path:
         sys.path.insert(0, str(_entry))
