@@ -31,6 +31,7 @@ _SCRUB = (
     "CLAUDE_CONFIG_DIR",
     "JPY_SESSION_NAME",
     "JUPYTER_MEMORY_UNTRUSTED",
+    "JPY_PARENT_PID",  # a run from a notebook's `!`: the command line asks nobody then
 )
 
 

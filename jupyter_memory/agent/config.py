@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from jupyter_memory.context.assemble import CACHE_TTLS
 from jupyter_memory.context.models import (
     DEFAULT_MODEL,
     DEFAULT_SMALL_MODEL,
@@ -63,6 +64,10 @@ class AgentConfig:
         "them cheaper).")
     max_tokens: int = setting(8192, "Maximum output tokens of one model call.")
     max_turns: int = setting(25, "Maximum model calls in one agent turn.")
+    cache_ttl: str = setting(
+        "5m", "How long the prompt cache keeps what a turn writes: 5m (writes cost 1.25x "
+        "input, as the reference's) or 1h (2x, and a pause of more than five minutes between "
+        "prompts still reads the conversation from the cache).", choices=CACHE_TTLS)
     permission_mode: str = setting(
         "ask", "Running code and writing outside the memory folder: ask, allow or deny.",
         choices=PERMISSION_MODES)
@@ -133,6 +138,11 @@ class AgentConfig:
                 f"recall_selector {self.recall_selector!r} is not one of "
                 f"{', '.join(RECALL_SELECTORS)}: 'model' asks the small model, 'offline' "
                 "ranks descriptions locally with no model call."
+            )
+        if self.cache_ttl not in CACHE_TTLS:
+            raise ConfigError(
+                f"cache_ttl {self.cache_ttl!r} is not one of {', '.join(CACHE_TTLS)}: '5m' keeps "
+                "cache entries five minutes, '1h' an hour (its writes cost more)."
             )
         if self.permission_mode not in PERMISSION_MODES:
             raise ConfigError(

@@ -113,6 +113,9 @@ BOTH = (CLI, MAGIC)
 PROGS = {CLI: "jupyter-memory", MAGIC: "%memory"}
 """How each front end's subcommands are called: the first word of their usage and errors."""
 
+#: Set by jupyter_client in a kernel's environment, so inherited by its ``!`` commands.
+KERNEL_CHILD = "JPY_PARENT_PID"
+
 
 # --------------------------------------------------------------------------- arguments
 
@@ -802,8 +805,13 @@ class CommandContext(Generic[A]):
         self.emit({"path": str(path), "label": label}, f"Edit {label}: {path}")
 
     def confirm(self, question: str) -> bool | None:
-        """Ask a yes/no question; None when nobody can answer (no terminal)."""
-        if not self.stdin.isatty():
+        """Ask a yes/no question; None when nobody can answer (no terminal).
+
+        A notebook's ``!`` command runs under a pseudo-terminal that nobody types into (a
+        read would wait for ever): jupyter_client marks a kernel, and so everything it
+        starts, with ``JPY_PARENT_PID``, and that counts as no terminal too.
+        """
+        if not self.stdin.isatty() or self.env.get(KERNEL_CHILD):
             return None
         self.stderr.write(question)
         self.stderr.flush()
@@ -895,7 +903,7 @@ class CommandContext(Generic[A]):
 
     def store_for(self, scope: str = "memdir", agent: str | None = None) -> MemoryStore:
         """The store of a ``--scope``: the project's memory, the team folder or an agent's."""
-        from jupyter_memory.memdir.scopes import scope_dir
+        from jupyter_memory.memdir.scopes import DEFAULT_AGENT, scope_root
         from jupyter_memory.memdir.store import MemoryStore
 
         base = self.project_store()
@@ -905,9 +913,9 @@ class CommandContext(Generic[A]):
             return base.team
         key = (scope, agent or DEFAULT_AGENT)
         if key not in self._stores:
-            folder = scope_dir(scope, memdir=base.memdir, project_root=self.location.project_root,
-                               agent=agent or DEFAULT_AGENT, env=self.env)
-            self._stores[key] = MemoryStore(folder, maintain_index=True)
+            root = scope_root(scope, memdir=base.memdir, project_root=self.location.project_root,
+                              agent=agent or DEFAULT_AGENT, env=self.env)
+            self._stores[key] = MemoryStore(root.path, maintain_index=True, root=root)
         store: MemoryStore = self._stores[key]
         return store
 

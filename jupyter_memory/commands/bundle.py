@@ -1,7 +1,9 @@
 """``jupyter-memory bundle``: pack a recorded notebook with its memory, or unpack one.
 
-The command line over :mod:`jupyter_memory.sessions.bundle`; ``unpack --replay`` then
-executes the notebook against its recording.
+The command line over :mod:`jupyter_memory.sessions.bundle`. ``pack`` and ``unpack`` list
+what the bundle holds before writing it; ``unpack --replay`` (or ``replay`` of a folder
+unpacked earlier) then lists the notebook's code cells, asks, and executes the notebook
+against its recording.
 """
 
 from __future__ import annotations
@@ -12,9 +14,23 @@ from pathlib import Path
 # Registered after transcript, whichever module is imported first: the help lists the
 # subcommands in the order they were registered.
 from jupyter_memory.commands import transcript  # noqa: F401
-from jupyter_memory.commands.base import CommandContext, CommonArgs, arg, command
-from jupyter_memory.sessions.bundle import BundleError, pack, replay, unpack
-from jupyter_memory.sessions.recording import REPLAY_ENV
+from jupyter_memory.commands.base import (
+    CommandContext,
+    CommandUsageError,
+    CommonArgs,
+    arg,
+    command,
+    printable,
+)
+from jupyter_memory.sessions.bundle import (
+    BundleError,
+    UnpackResult,
+    pack,
+    plan_replay,
+    replay,
+    unpack,
+)
+from jupyter_memory.sessions.bundle_contents import Contents
 
 __all__ = ["BUNDLE_HELP"]
 
@@ -23,9 +39,10 @@ BUNDLE_HELP = "Pack a recorded notebook with its memory into a zip, or unpack an
 
 @dataclass(frozen=True, kw_only=True)
 class BundleArgs(CommonArgs):
-    action: str = arg(choices=("pack", "unpack"),
-                      help="pack NOTEBOOK [-o ZIP]; unpack ZIP DIR [--replay]")
-    source: str = arg(help="the notebook (pack) or the bundle zip (unpack)")
+    action: str = arg(choices=("pack", "unpack", "replay"),
+                      help="pack NOTEBOOK [-o ZIP]; unpack ZIP DIR [--replay]; replay DIR")
+    source: str = arg(help="the notebook (pack), the bundle zip (unpack) or the unpacked "
+                           "folder (replay)")
     dest: str | None = arg(nargs="?", help="unpack: the new folder to unpack into")
     output: str | None = arg("-o", "--output",
                              help="pack: the zip to write (default <notebook>.bundle.zip)")
@@ -34,40 +51,61 @@ class BundleArgs(CommonArgs):
     include: list[str] = arg("--include", action="append", default=[], metavar="GLOB",
                              help="pack: also carry these files from the notebook's folder "
                                   "(data files)")
+    include_private: bool = arg("--include-private", action="store_true",
+                                help="pack: also carry your private memories and your own "
+                                     "instruction files (user scope, CLAUDE.local.md)")
     allow_secrets: bool = arg("--allow-secrets", action="store_true",
-                              help="pack even if something looks like a credential")
+                              help="pack even if the notebook, recording, instructions or data "
+                                   "look like they hold a credential (a memory that does is "
+                                   "never packed)")
     replay: bool = arg("--replay", action="store_true",
                        help="unpack: then execute the notebook against its recording (no key "
-                            "needed)")
-    kernel: str = arg("--kernel", default="python3", help="unpack --replay: the kernel to run")
-    timeout: int = arg("--timeout", type=int, default=120,
-                       help="unpack --replay: seconds per cell")
+                            "needed; lists the code cells and asks first)")
+    yes: bool = arg("--yes", action="store_true",
+                    help="replay: run the notebook's cells without asking (needed where "
+                         "nobody can answer)")
+    kernel: str = arg("--kernel", default="python3", help="replay: the kernel to run")
+    timeout: int = arg("--timeout", type=int, default=120, help="replay: seconds per cell")
 
 
 @command("bundle", BUNDLE_HELP, BundleArgs)
 def _bundle(ctx: CommandContext[BundleArgs]) -> int:
     args = ctx.args
+
+    def show(contents: Contents) -> None:
+        ctx.note(contents.describe("The bundle"))
+
     if args.action == "pack":
         result = pack(Path(args.source), Path(args.output) if args.output else None,
                       recording=Path(args.recording) if args.recording else None,
-                      include=args.include, allow_secrets=args.allow_secrets)
-        text = (f"Packed {result.notebook} with {result.recording}, "
-                f"{len(result.memory_files)} memory files and "
-                f"{len(result.instruction_files)} instruction files into {result.path}")
-        if result.left_out:
-            text += "\nLeft out (outside the project and config folders): " + ", ".join(result.left_out)
-        ctx.emit(result.to_json(), text)
+                      include=args.include, include_private=args.include_private,
+                      allow_secrets=args.allow_secrets, show=show)
+        files = len(result.contents.included)
+        ctx.emit(result.to_json(), f"Packed {files} file{'s' if files != 1 else ''} "
+                                   f"({result.contents.total_bytes:,} bytes) into {result.path}.")
         return 0
+    if args.action == "replay":
+        if args.dest:
+            raise CommandUsageError("bundle replay takes the unpacked folder only: "
+                                    "bundle replay DIR.")
+        return _replay(ctx, Path(args.source))
     if not args.dest:
         raise BundleError("bundle unpack needs a destination: bundle unpack ZIP DIR.")
-    unpacked = unpack(Path(args.source), Path(args.dest))
+    unpacked = unpack(Path(args.source), Path(args.dest), show=show)
     if not args.replay:
-        ctx.emit(unpacked.to_json(), f"Unpacked into {unpacked.folder}; replay it with "
-                 f"{REPLAY_ENV}={unpacked.recording} JUPYTER_MEMORY_DIR={unpacked.memdir} "
-                 f"CLAUDE_CONFIG_DIR={unpacked.config_dir} JUPYTER_MEMORY_UNTRUSTED=1 "
-                 "jupyter nbconvert --execute "
-                 f"{unpacked.notebook}, or unpack with --replay.")
+        ctx.emit(unpacked.to_json(), f"Unpacked into {unpacked.folder}. Read "
+                 f"{unpacked.notebook.name} there, then replay it with `jupyter-memory bundle "
+                 f"replay {unpacked.folder}` (it lists the code cells and asks first).")
         return 0
-    report = replay(unpacked, kernel_name=args.kernel, timeout=args.timeout, env=ctx.env)
-    ctx.emit({**unpacked.to_json(), "replay": report.to_json()}, report.describe())
+    return _replay(ctx, unpacked)
+
+
+def _replay(ctx: CommandContext[BundleArgs], target: UnpackResult | Path) -> int:
+    args = ctx.args
+    if args.yes:  # nobody is asked, so the listing goes to the log
+        ctx.note(plan_replay(target).describe())
+    report = replay(target, kernel_name=args.kernel, timeout=args.timeout, env=ctx.env,
+                    yes=args.yes, ask=lambda question: ctx.confirm(printable(question)))
+    where = target.to_json() if isinstance(target, UnpackResult) else {"folder": str(target)}
+    ctx.emit({**where, "replay": report.to_json()}, report.describe())
     return 0 if report.ok else 1

@@ -467,6 +467,8 @@ def _team(ctx: CommandContext[TeamArgs]) -> int:
 
     ctx.project_store()  # the magic refuses here when memory is off for the session
     team = ctx.team()
+    for note in team.notes:  # a project's setting that was not obeyed, and why
+        ctx.note(note)
     action = ctx.args.action
     if action != "clone" and ctx.args.url:
         raise CommandUsageError(f"`team {action}` takes no URL; only `team clone URL` does.")
@@ -749,7 +751,7 @@ def pending_diff(item: PendingItem, store: MemoryStore) -> str:
     path = store.memdir / item.file
     if not path.is_file():
         return f"{item.id}: new memory {item.file}\n\n{proposed}"
-    current = path.read_bytes().decode("utf-8", errors="replace")
+    current = store.root.read(path).decode("utf-8", errors="replace")
     diff = "".join(difflib.unified_diff(current.splitlines(keepends=True),
                                         proposed.splitlines(keepends=True),
                                         f"{item.file} (now)", f"{item.file} (proposed)"))

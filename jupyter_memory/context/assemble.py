@@ -29,6 +29,9 @@ from jupyter_memory.context.tokens import Usage, estimate_message, estimate_toke
 #: The API accepts at most this many ``cache_control`` markers in one request.
 MAX_BREAKPOINTS = 4
 CACHE = {"type": "ephemeral"}
+#: Lifetimes a request's breakpoints may ask for (``Agent.cache_ttl``); ``5m`` is the API's
+#: default and sends no ``ttl``, so the request is byte for byte what it was without one.
+CACHE_TTLS = ("5m", "1h")
 #: Key of the private metadata a conversation message may carry; stripped before sending.
 META_KEY = "_meta"
 
@@ -76,6 +79,13 @@ class RequestState:
     #: and the agent's memory index moves into the system prompt (docs/reference.md#agent-memory).
     agent_prompt: str | None = None
     agent_name: str | None = None
+    #: The lifetime of the entries the breakpoints write (:data:`CACHE_TTLS`).
+    cache_ttl: str = "5m"
+    #: A side call's own messages after the conversation (the extraction fork's instruction
+    #: and its rounds, a summary request): sent after it and never marked, so the moving
+    #: breakpoint stays on the conversation's last block. What the side call writes there is
+    #: then the prefix the next main call reads, and its own words are written nowhere.
+    suffix: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)
@@ -168,9 +178,16 @@ def _system_blocks(state: RequestState) -> list[dict[str, Any]]:
     text = _session_text(state)
     session: dict[str, Any] = {"type": "text", "text": text if agent_index is None else f"{text}\n\n{agent_index}"}
     if state.cache:
-        static["cache_control"] = dict(CACHE)
-        session["cache_control"] = dict(CACHE)
+        static["cache_control"] = cache_mark(state.cache_ttl)
+        session["cache_control"] = cache_mark(state.cache_ttl)
     return [static, session]
+
+
+def cache_mark(ttl: str = "5m") -> dict[str, Any]:
+    """A ``cache_control`` breakpoint writing entries that live ``ttl`` (5m or 1h)."""
+    if ttl not in CACHE_TTLS:
+        raise ValueError(f"cache_ttl {ttl!r} is not one of {', '.join(CACHE_TTLS)}")
+    return dict(CACHE) if ttl == "5m" else {**CACHE, "ttl": ttl}
 
 
 def _as_blocks(content: Any) -> list[dict[str, Any]]:
@@ -212,7 +229,7 @@ def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-def _mark_last_block(messages: list[dict[str, Any]]) -> None:
+def _mark_last_block(messages: list[dict[str, Any]], mark: dict[str, Any]) -> None:
     """Put the moving breakpoint on the last block that can carry one."""
     for message in reversed(messages):
         for block in reversed(message["content"]):
@@ -220,8 +237,17 @@ def _mark_last_block(messages: list[dict[str, Any]]) -> None:
                 continue
             if block.get("type") == "text" and not block.get("text"):
                 continue
-            block["cache_control"] = dict(CACHE)
+            block["cache_control"] = dict(mark)
             return
+
+
+def _append(messages: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
+    """Add wire messages after ``messages``, merging a first one of the same role."""
+    for message in more:
+        if messages and messages[-1]["role"] == message["role"]:
+            messages[-1]["content"].extend(message["content"])
+        else:
+            messages.append(message)
 
 
 def assemble(state: RequestState) -> AssembledRequest:
@@ -229,15 +255,16 @@ def assemble(state: RequestState) -> AssembledRequest:
     system = _system_blocks(state)
     tools = [dict(t) for t in state.tools]
     context_block: dict[str, Any] = {"type": "text", "text": context_message_text(state)}
-    if state.cache:
-        context_block["cache_control"] = dict(CACHE)
     conversation = wire_messages(state.messages)
     messages = wire_messages([{"role": "user", "content": [context_block]}, *conversation])
-    # wire_messages drops cache_control; restore the context breakpoint after merging.
+    # wire_messages drops cache_control; the context breakpoint goes on after merging.
     if state.cache:
-        messages[0]["content"][0]["cache_control"] = dict(CACHE)
+        mark = cache_mark(state.cache_ttl)
+        messages[0]["content"][0]["cache_control"] = dict(mark)
         if len(messages) > 1 or len(messages[0]["content"]) > 1:
-            _mark_last_block(messages)
+            _mark_last_block(messages, mark)
+    if state.suffix:
+        _append(messages, wire_messages(state.suffix))
     body: dict[str, Any] = {
         "model": state.model,
         "max_tokens": state.max_tokens,
@@ -246,7 +273,7 @@ def assemble(state: RequestState) -> AssembledRequest:
     }
     if tools:
         body["tools"] = tools
-    snapshot = replace(state, messages=list(state.messages))
+    snapshot = replace(state, messages=list(state.messages), suffix=list(state.suffix))
     return AssembledRequest(body, lambda: tuple(_parts(snapshot, system, tools)))
 
 
@@ -289,7 +316,7 @@ def _parts(
         prompts.CONTEXT_PREAMBLE + ("\n\n" + prompts.date_block(state.today) if state.today else "")
     )
     parts.append(Part("system", "context preamble and date", frame, estimate_tokens(frame)))
-    for message in state.messages:
+    for message in [*state.messages, *state.suffix]:
         meta = message.get(META_KEY) or {}
         tokens = estimate_message(message)
         if meta.get("kind") == "recall":

@@ -9,8 +9,9 @@ be priced without a kernel (``jupyter-memory cost NOTEBOOK.ipynb``, docs/context
 
 Prices are US dollars per million tokens from Anthropic's public pricing page
 (https://platform.claude.com/docs/en/about-claude/pricing, read 2026-12-01). Cache
-writes are billed at 1.25x the input price (the 5-minute cache this project uses) and
-cache reads at 0.1x, except where the page lists a lower cache-hit price.
+writes are billed at 1.25x the input price for the 5-minute lifetime and 2x for the 1-hour
+one (``Usage.cache_creation_1h_input_tokens``), cache reads at 0.1x, except where the page
+lists a lower cache-hit price.
 
 Usage answered by the local scripted server (``jupyter_memory.localapi``, which replay
 also uses) is *simulated*: that server names its messages ``msg_fake_NNNN``, and a call whose
@@ -29,11 +30,14 @@ from typing import Any
 
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir.gateway import person_root
 
 PRICING_SOURCE = "https://platform.claude.com/docs/en/about-claude/pricing"
 PRICING_DATE = "2026-12-01"
 #: Cache writes (5-minute cache) cost this times the input price.
 CACHE_WRITE_FACTOR = 1.25
+#: Cache writes with the 1-hour lifetime (``"ttl": "1h"``) cost this times the input price.
+CACHE_WRITE_1H_FACTOR = 2.0
 #: Cache reads cost this times the input price, unless a row says otherwise.
 CACHE_READ_FACTOR = 0.1
 #: Message ids of the local scripted server start with this (see ``localapi.server``).
@@ -68,6 +72,10 @@ class Price:
         return self.input * CACHE_WRITE_FACTOR
 
     @property
+    def cache_write_1h(self) -> float:
+        return self.input * CACHE_WRITE_1H_FACTOR
+
+    @property
     def read(self) -> float:
         return self.cache_read if self.cache_read is not None else self.input * CACHE_READ_FACTOR
 
@@ -78,7 +86,7 @@ PRICES: dict[str, Price] = {
     "claude-mythos-5-1": Price(10.0, 50.0, cache_read=0.25),
     "claude-fable-5": Price(10.0, 50.0),
     "claude-mythos-5": Price(10.0, 50.0),
-    "claude-opus-5-5": Price(4.0, 20.0),
+    "claude-opus-5-5": Price(4.0, 20.0, cache_read=0.2),
     "claude-opus-5": Price(5.0, 25.0),
     "claude-opus-4-8": Price(5.0, 25.0),
     "claude-opus-4-7": Price(5.0, 25.0),
@@ -109,9 +117,11 @@ def price_usage(usage: Usage, model: str) -> float | None:
     price = price_for(model)
     if price is None:
         return None
+    hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
     return (usage.input_tokens * price.input
             + usage.cache_read_input_tokens * price.read
-            + usage.cache_creation_input_tokens * price.cache_write
+            + (usage.cache_creation_input_tokens - hour) * price.cache_write
+            + hour * price.cache_write_1h
             + usage.output_tokens * price.output) / 1_000_000
 
 
@@ -208,6 +218,8 @@ class CostReport:
                     "uncached_input": row.usage.input_tokens,
                     "cache_reads": row.usage.cache_read_input_tokens,
                     "cache_writes": row.usage.cache_creation_input_tokens,
+                    **({"cache_writes_1h": row.usage.cache_creation_1h_input_tokens}
+                       if row.usage.cache_creation_1h_input_tokens else {}),
                     "output": row.usage.output_tokens,
                     "dollars": None if row.dollars is None else round(row.dollars, 6),
                     "simulated": row.simulated, "unpriced_models": list(row.unpriced_models)}
@@ -245,8 +257,10 @@ class CostReport:
                        "not priced.")
         if self.note:
             out.append(self.note)
+        hour = (f", 1-hour cache writes {CACHE_WRITE_1H_FACTOR:g}x"
+                if self.total.usage.cache_creation_1h_input_tokens else "")
         out.append(f"Prices: {PRICING_SOURCE} (read {PRICING_DATE}); cache writes "
-                   f"{CACHE_WRITE_FACTOR}x input, cache reads {CACHE_READ_FACTOR}x input.")
+                   f"{CACHE_WRITE_FACTOR}x input{hour}, cache reads {CACHE_READ_FACTOR}x input.")
         return "\n".join(out)
 
 
@@ -300,7 +314,7 @@ def notebook_ledger(path: str | Path) -> tuple[CostLedger, str]:
     """
     path = Path(path)
     try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
+        nb = json.loads(person_root(path).text(path))  # the notebook the person named
     except FileNotFoundError:
         raise CostError(f"{path}: no such notebook. Give the path of a saved .ipynb file.") from None
     except (OSError, ValueError) as exc:

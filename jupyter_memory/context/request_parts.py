@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir.gateway import package_root
 
 __all__ = [
     "MissingPart",
@@ -257,5 +258,5 @@ def notebook_parts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 def turn_record_schema() -> dict[str, Any]:
     """The JSON Schema of a version-2 turn record, as a dict."""
-    schema: dict[str, Any] = json.loads(TURN_RECORD_SCHEMA.read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(package_root().text(TURN_RECORD_SCHEMA))
     return schema

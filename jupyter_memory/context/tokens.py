@@ -76,6 +76,9 @@ class Usage:
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
+    #: The part of ``cache_creation_input_tokens`` written with the 1-hour lifetime, which
+    #: bills 2x input against the 5-minute writes' 1.25x (``usage.cache_creation``).
+    cache_creation_1h_input_tokens: int = 0
 
     @property
     def total_input(self) -> int:
@@ -93,6 +96,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_creation_1h_input_tokens + other.cache_creation_1h_input_tokens,
         )
 
     @classmethod
@@ -100,23 +104,38 @@ class Usage:
         """From an SDK usage object or a plain dict; missing numbers count as 0."""
         if usage is None:
             return cls()
-        get: Callable[[str], Any] = (
-            usage.get if isinstance(usage, Mapping) else lambda k: getattr(usage, k, None)
-        )
+        get = _getter(usage)
         return cls(
             int(get("input_tokens") or 0),
             int(get("output_tokens") or 0),
             int(get("cache_read_input_tokens") or 0),
             int(get("cache_creation_input_tokens") or 0),
+            int(_getter(get("cache_creation"))("ephemeral_1h_input_tokens") or 0),
         )
 
-    def to_json(self) -> dict[str, int]:
-        return {
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
         }
+        if self.cache_creation_1h_input_tokens:  # the API's shape; absent when all are 5-minute
+            out["cache_creation"] = {
+                "ephemeral_5m_input_tokens":
+                    self.cache_creation_input_tokens - self.cache_creation_1h_input_tokens,
+                "ephemeral_1h_input_tokens": self.cache_creation_1h_input_tokens,
+            }
+        return out
+
+
+def _getter(value: Any) -> Callable[[str], Any]:
+    """Read fields of an SDK object or its dict form (None reads as nothing)."""
+    if value is None:
+        return lambda _key: None
+    if isinstance(value, Mapping):
+        return value.get
+    return lambda key: getattr(value, key, None)
 
 
 def count_tokens_remote(client: ModelClient, body: Mapping[str, Any]) -> int:

@@ -28,7 +28,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="when the script runs out, echo the person's last words; a forced tool call "
         "gets the emptiest input its schema accepts",
     )
-    parser.add_argument("--min-cache-tokens", type=int, default=0, help="shortest cacheable prefix")
+    parser.add_argument(
+        "--min-cache-tokens", type=int, default=None, metavar="N",
+        help="shortest cacheable prefix for every model (default: each model's own minimum, "
+        "as the API bills; 0 caches any prefix)",
+    )
     parser.add_argument(
         "--connection-delay", type=float, default=0.0, metavar="SECONDS",
         help="wait this long on each new connection, as a distant TLS handshake would",

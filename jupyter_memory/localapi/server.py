@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_memory.localapi.cache import PromptCache
+from jupyter_memory.localapi.cache import CacheUsage, PromptCache
 from jupyter_memory.localapi.reply import Reply, build_reply
 from jupyter_memory.localapi.script import CONTEXT_LIMIT_TOKENS, STATUS_FAULTS, Fault, Turn
 from jupyter_memory.localapi.sse import sse, stream_events
@@ -53,6 +53,12 @@ class RecordedRequest:
     #: ``time.perf_counter()`` when the request line arrived: compare with the same clock
     #: in the client's process to see how long a request took to leave it.
     received: float = 0.0
+    #: How the server's prompt cache billed this request's input (reads, writes, each
+    #: breakpoint); None for a request that got no reply from a turn (a fault, a refusal,
+    #: ``count_tokens``). A turn's ``usage`` override changes what the reply reports, not this.
+    usage: CacheUsage | None = None
+    #: Output tokens of the reply, as reported.
+    output_tokens: int = 0
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -72,12 +78,15 @@ class FakeAnthropic:
         port: int = 0,
         clock: Callable[[], float] | None = None,
         *,
-        min_cache_tokens: int = 0,
+        min_cache_tokens: int | None = None,
         responder: Callable[[dict[str, Any]], Turn | None] | None = None,
         connection_delay: float = 0.0,
     ) -> None:
         if connection_delay < 0:
             raise ValueError("fake_api: connection_delay is in seconds and cannot be negative")
+        if min_cache_tokens is not None and min_cache_tokens < 0:
+            raise ValueError("fake_api: min_cache_tokens is a number of tokens and cannot be "
+                             "negative; None bills each model's own minimum")
         self.host = host
         #: Seconds each new connection waits before its first request is read, as a TLS
         #: handshake with a distant endpoint would; a reused connection pays nothing.
@@ -372,6 +381,8 @@ class FakeAnthropic:
         reply = build_reply(
             turn, body, usage, f"msg_fake_{self._next_id('message'):04d}", self._next_tool_id
         )
+        record.usage = usage
+        record.output_tokens = int(reply.message["usage"].get("output_tokens") or 0)
         delay = turn.delay + (fault.delay if fault is not None and fault.kind == "slow" else 0.0)
         streaming = bool(body.get("stream"))
         dropped_early = (

@@ -65,11 +65,13 @@ def ask_person(question: str) -> bool | None:
 
     from IPython import get_ipython
 
+    from jupyter_memory.commands.base import printable
+
     in_kernel = getattr(get_ipython(), "kernel", None) is not None
     try:
         if not in_kernel and not sys.stdin.isatty():
             return None  # a script or a test feeding stdin is not a person answering
-        answer = input(question)
+        answer = input(printable(question))  # the question may quote what others wrote
     except Exception:  # StdinNotImplementedError, EOFError, OSError: nobody at the keyboard
         return None
     return answer.strip().lower() in ("y", "yes")

@@ -39,8 +39,8 @@ SELECTOR_TOOL_NAME = "select_memories"
 
 SELECTOR_SYSTEM = """\
 You pick saved memories for an assistant that works in a Jupyter notebook beside a data \
-scientist. You receive the person's latest message and a list of memory files, one per \
-line: its type, its file name, when it was last written, and a one-line description.
+scientist. You receive a list of memory files, one per line: its type, its file name, when \
+it was last written, and a one-line description; then the person's latest message.
 
 Choose only the memories that will clearly help the assistant answer this particular \
 message, at most five, and give their file names exactly as listed. Be strict: if you are \
@@ -84,13 +84,25 @@ class SelectorAnswer:
     over_limit: tuple[str, ...] = ()
 
 
-def user_text(prompt: str, manifest: str, recent_tools: Sequence[str] = ()) -> str:
-    """The selector's one user message: the person's words, the manifest, the tools."""
-    text = f"The person's message:\n{prompt.strip()}\n\nMemory files:\n{manifest}"
+def user_content(
+    prompt: str, manifest: str, recent_tools: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """The selector's one user message: the manifest, then the person's words and tools.
+
+    The manifest comes first and carries the cache breakpoint: the tool, the system prompt
+    and the manifest stay the same from turn to turn until a memory is saved, surfaced or
+    read, so that prefix is written once and read after (when it reaches the model's
+    minimum cacheable length; a few memories stay under it).
+    """
+    text = f"The person's message:\n{prompt.strip()}"
     if recent_tools:
         text += "\n\nTools used without errors since the person's previous message: "
         text += ", ".join(recent_tools)
-    return text
+    return [
+        {"type": "text", "text": f"Memory files:\n{manifest}",
+         "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": text},
+    ]
 
 
 def build_request(
@@ -101,9 +113,7 @@ def build_request(
         "model": model,
         "max_tokens": SELECTOR_MAX_TOKENS,
         "system": SELECTOR_SYSTEM,
-        "messages": [
-            {"role": "user", "content": [{"type": "text", "text": user_text(prompt, manifest, recent_tools)}]}
-        ],
+        "messages": [{"role": "user", "content": user_content(prompt, manifest, recent_tools)}],
         "tools": [SELECTOR_TOOL],
         "tool_choice": {"type": "tool", "name": SELECTOR_TOOL_NAME},
     }

@@ -7,31 +7,50 @@ folder (memory in ``memory/``, the user-scope config in ``.claude/``), giving ea
 file the age it had when recorded, and ``replay`` executes the notebook there with
 nbclient against the recording: no key, no network, the same answers.
 
-A bundle is data, not code: it never carries settings, hooks or code files, every entry
-and the manifest's own paths are checked, sizes and entry counts are capped, and replay
-runs with ``JUPYTER_MEMORY_UNTRUSTED=1`` so nothing in the folder can run a hook.
+What a bundle carries is data: never settings, hooks or code files; private memories
+only when the packer asks (``include_private``); every entry and the manifest's own paths
+are checked, sizes and entry counts are capped, and both ends see the listing
+(:mod:`bundle_contents`). The notebook's cells are code, though, and a replay runs them as
+the person: so replay lists them and asks first (``yes`` skips the question, as headless
+runs must), and its kernel holds every folder untrusted from start-up, so no cell can
+make our code run a hook or import from outside.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
-import shutil
-import tempfile
 import time
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from jupyter_memory._version import __version__
 from jupyter_memory.agent.loop import TURN_MIME
-from jupyter_memory.errors import JupyterMemoryError, SecretRefused
+from jupyter_memory.errors import InvalidPath, JupyterMemoryError, SecretRefused
 from jupyter_memory.memdir.clock import now_iso
-from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.gateway import Root, person_root
+from jupyter_memory.memdir.scopes import TEAM_PREFIX
+from jupyter_memory.sessions.bundle_contents import (
+    DATA,
+    INCLUDE_PRIVATE,
+    NOTEBOOK,
+    PRIVATE_INSTRUCTIONS,
+    PRIVATE_MEMORY,
+    RECORDING,
+    TEAM_MEMORY,
+    Contents,
+    Item,
+    ReplayPlan,
+    instruction_kind,
+    listed_left_out,
+    memory_verdict,
+)
 from jupyter_memory.sessions.recording.control import REPLAY_ENV
 from jupyter_memory.sessions.recording.file import Recording, default_recording_path
 
@@ -42,6 +61,7 @@ __all__ = [
     "ReplayReport",
     "UnpackResult",
     "pack",
+    "plan_replay",
     "replay",
     "unpack",
 ]
@@ -69,12 +89,17 @@ class PackResult:
     memory_files: list[str]
     instruction_files: list[str]
     extra_files: list[str]
-    left_out: list[str] = field(default_factory=list)
+    contents: Contents = field(default_factory=Contents)
+    """Every file with its kind and size, and what was left out and why."""
+
+    @property
+    def left_out(self) -> list[Item]:
+        return self.contents.left_out
 
     def to_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "notebook": self.notebook, "recording": self.recording,
                 "memory_files": self.memory_files, "instruction_files": self.instruction_files,
-                "extra_files": self.extra_files, "left_out": self.left_out}
+                "extra_files": self.extra_files, **self.contents.to_json()}
 
 
 @dataclass
@@ -85,11 +110,14 @@ class UnpackResult:
     memdir: Path
     config_dir: Path
     manifest: dict[str, Any]
+    contents: Contents | None = None
+    """What was unpacked (None for a folder unpacked earlier)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"folder": str(self.folder), "notebook": str(self.notebook),
-                "recording": str(self.recording), "memdir": str(self.memdir),
-                "config_dir": str(self.config_dir)}
+        out = {"folder": str(self.folder), "notebook": str(self.notebook),
+               "recording": str(self.recording), "memdir": str(self.memdir),
+               "config_dir": str(self.config_dir)}
+        return out if self.contents is None else {**out, **self.contents.to_json()}
 
 
 @dataclass
@@ -154,9 +182,17 @@ def pack(
     *,
     recording: Path | None = None,
     include: Iterable[str] = (),
+    include_private: bool = False,
     allow_secrets: bool = False,
+    show: Callable[[Contents], None] | None = None,
 ) -> PackResult:
-    """Write the bundle of ``notebook`` (default ``<stem>.bundle.zip`` beside it)."""
+    """Write the bundle of ``notebook`` (default ``<stem>.bundle.zip`` beside it).
+
+    What goes in is decided file by file (:mod:`bundle_contents`): private memories and
+    the person's own instruction files only with ``include_private``, team memories as
+    the team folder shares them, never a conflict copy or a memory the credential guard
+    flags. ``show`` gets the listing before anything is written; the manifest keeps it.
+    """
     notebook = Path(notebook).expanduser().resolve()
     if not notebook.is_file():
         raise BundleError(f"No notebook at {notebook}.")
@@ -171,37 +207,38 @@ def pack(
     if output.exists() and not _is_bundle(output):
         raise BundleError(f"{output} exists and is not a bundle; refusing to overwrite it.")
 
+    contents = Contents(include_private=include_private)
     members: dict[str, bytes] = {}
-    texts: list[tuple[str, str]] = []
+    texts: list[tuple[str, str]] = []  # what the guard must pass, or the pack is refused
 
-    def add(name: str, data: bytes) -> None:
+    def add(name: str, data: bytes, kind: str) -> None:
         members[name] = data
+        contents.included.append(Item(name, kind, len(data)))
+        if kind in (PRIVATE_MEMORY, TEAM_MEMORY):
+            return  # memory_verdict already ran the guard over it
         try:
             texts.append((name, data.decode("utf-8")))
         except UnicodeDecodeError:
             pass
 
-    add(notebook.name, notebook.read_bytes())
-    add(rec_path.name, rec_path.read_bytes())
-    memory: list[dict[str, Any]] = []
-    for item in rec.start.get("memdir") or []:
-        rel = _safe_relative(str(item.get("file", "")))
-        if rel is None or not isinstance(item.get("text"), str):
-            continue
-        add(f"memory/{rel}", item["text"].encode("utf-8"))
-        memory.append({"file": rel, "age_seconds": float(item.get("age_seconds") or 0.0)})
-    instructions, left_out = [], []
-    for item in rec.start.get("instructions") or []:
-        where = _instruction_entry(str(item.get("path", "")))
-        if where is None or where[0] in members or not _instruction_name(
-                where[0].partition("/")[2], config=where[0].startswith("config/")):
-            left_out.append(str(item.get("path")))
-            continue
-        add(where[0], str(item.get("text", "")).encode("utf-8"))
-        instructions.append({"path": item.get("path"), "scope": item.get("scope"), "entry": where[0]})
-    extra = _extra_files(notebook.parent, include, {notebook, rec_path.resolve()})
+    snapshot_memdir, memory = _pack_memory(rec.start.get("memdir"), include_private, contents)
+    snapshot_inst, instructions = _pack_instructions(rec.start.get("instructions"),
+                                                     include_private, contents)
+    # The bundled recording's start snapshot holds only what the bundle carries.
+    bundled = Recording(rec_path, {**rec.data, "start": {**rec.start, "memdir": snapshot_memdir,
+                                                         "instructions": snapshot_inst}})
+    add(notebook.name, person_root(notebook).read(notebook), NOTEBOOK)  # the files the person named
+    add(rec_path.name, bundled.dumps().encode("utf-8"), RECORDING)
+    for item in snapshot_memdir:
+        add(f"memory/{item['file']}", item["text"].encode("utf-8"),
+            TEAM_MEMORY if item["file"].startswith(TEAM_PREFIX) else PRIVATE_MEMORY)
+    for item, entry in zip(snapshot_inst, instructions, strict=True):
+        add(entry["entry"], str(item.get("text", "")).encode("utf-8"),
+            instruction_kind(entry["entry"], entry["scope"]))
+    folder = Root.declare("notebook", notebook.parent)
+    extra = _extra_files(folder, include, {notebook, rec_path.resolve()})
     for rel, path in extra:
-        add(f"files/{rel}", path.read_bytes())
+        add(f"files/{rel}", folder.read(path), DATA)
     if not allow_secrets:
         _check_secrets(texts)
 
@@ -213,38 +250,100 @@ def pack(
         "notebook": notebook.name,
         "recording": rec_path.name,
         "notebook_known": bool(rec.data.get("notebook_known")),
+        "include_private": include_private,
         "memory": memory,
         "instructions": instructions,
         "files": [rel for rel, _ in extra],
-        "left_out": left_out,
+        "contents": [i.to_json() for i in contents.included],
+        "left_out": [i.to_json() for i in contents.left_out],
     }
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    if show is not None:
+        show(contents)
+    with zipfile.ZipFile(buffer := io.BytesIO(), "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
         for name, data in members.items():
             archive.writestr(name, data)
-    atomic_write(output, buffer.getvalue())
+    person_root(output).write(output, buffer.getvalue())
     return PackResult(output, notebook.name, rec_path.name, [m["file"] for m in memory],
-                      [i["entry"] for i in instructions], [rel for rel, _ in extra], left_out)
+                      [i["entry"] for i in instructions], [rel for rel, _ in extra], contents)
+
+
+def _pack_memory(snapshot: object, include_private: bool,
+                 contents: Contents) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The recording's memdir snapshot items that go in, and their manifest records; the
+    rest are added to ``contents.left_out`` with the reason."""
+    kept: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
+    for item in snapshot if isinstance(snapshot, list) else []:
+        if not isinstance(item, dict):
+            continue
+        raw, text = str(item.get("file", "")), item.get("text")
+        rel = _safe_relative(raw)
+        kind = TEAM_MEMORY if raw.startswith(TEAM_PREFIX) else PRIVATE_MEMORY
+        if rel is None or any(p.startswith(".") for p in rel.split("/")) \
+                or not isinstance(text, str):
+            contents.left_out.append(Item(f"memory/{raw}", kind, reason=(
+                "its recorded path leaves the memory folder or is hidden" if isinstance(text, str)
+                else "the recording holds no text for it")))
+            continue
+        kind, reason = memory_verdict(rel, text, include_private=include_private)
+        if reason is not None:
+            contents.left_out.append(Item(f"memory/{rel}", kind, reason=reason))
+            continue
+        try:
+            age = max(0.0, float(item.get("age_seconds") or 0.0))
+        except (TypeError, ValueError):
+            age = 0.0
+        kept.append({**item, "file": rel})
+        records.append({"file": rel, "age_seconds": age})
+    return kept, records
+
+
+def _pack_instructions(snapshot: object, include_private: bool,
+                       contents: Contents) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The recording's instruction files that go in, and their manifest records."""
+    kept: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    for item in snapshot if isinstance(snapshot, list) else []:
+        if not isinstance(item, dict):
+            continue
+        path, scope = str(item.get("path", "")), item.get("scope")
+        where = _instruction_entry(path)
+        if where is None or where[0] in taken or not _instruction_name(
+                where[0].partition("/")[2], config=where[0].startswith("config/")):
+            contents.left_out.append(Item(path, instruction_kind("", scope),
+                                          reason="outside the project and config folders"))
+            continue
+        kind = instruction_kind(where[0], scope)
+        if kind == PRIVATE_INSTRUCTIONS and not include_private:
+            contents.left_out.append(Item(where[0], kind, reason=(
+                f"your own instructions (scope {scope}); packed only with {INCLUDE_PRIVATE}")))
+            continue
+        taken.add(where[0])
+        kept.append(item)
+        records.append({"path": path, "scope": scope, "entry": where[0]})
+    return kept, records
 
 
 def _is_bundle(path: Path) -> bool:
     try:
-        with zipfile.ZipFile(path) as archive:
+        with person_root(path).open_zip(path) as archive:
             declared: object = json.loads(archive.read(MANIFEST)).get("format")
             return declared == BUNDLE_FORMAT
     except (OSError, KeyError, ValueError, AttributeError, RecursionError, zipfile.BadZipFile):
         return False
 
 
-def _extra_files(root: Path, patterns: Iterable[str], exclude: set[Path]) -> list[tuple[str, Path]]:
-    """Files under ``root`` matching ``patterns`` (globs relative to root), sorted."""
+def _extra_files(folder: Root, patterns: Iterable[str], exclude: set[Path]) -> list[tuple[str, Path]]:
+    """Files under ``folder`` matching ``patterns`` (globs relative to it), sorted."""
+    root = folder.path
     found: dict[str, Path] = {}
     for pattern in patterns:
         if _safe_relative(pattern.replace("*", "x").replace("?", "x")) is None:
             raise BundleError(f"--include {pattern!r} must be a path or glob inside the "
                               "notebook's folder (no '..', not absolute).")
-        matches = [p for p in root.glob(pattern) if p.is_file() and not p.is_symlink()]
+        matches = [p for p in folder.matching(pattern) if p.is_file() and not p.is_symlink()]
         if not matches:
             raise BundleError(f"--include {pattern!r} matches no file in {root}.")
         for path in matches:
@@ -405,11 +504,10 @@ def _entry_target(name: str, notebook: str, recording: str, memory: set[str],
     return None
 
 
-def _copy_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path,
+def _copy_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, staging: Root, target: Path,
                 budget: list[int], bundle: Path) -> None:
     """Stream one entry to a new file, stopping when the byte budget runs out."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with archive.open(info) as src, open(target, "xb") as dst:
+    with archive.open(info) as src, staging.create(target) as dst:
         while True:
             chunk = src.read(_CHUNK)
             if not chunk:
@@ -432,40 +530,49 @@ def _first_missing(folder: Path) -> Path | None:
 
 
 def unpack(bundle: Path, dest: Path, *, max_bytes: int = MAX_UNPACKED_BYTES,
-           max_entries: int = MAX_ENTRIES) -> UnpackResult:
+           max_entries: int = MAX_ENTRIES,
+           show: Callable[[Contents], None] | None = None) -> UnpackResult:
     """Lay a bundle out in ``dest`` (which must be new or empty), memory ages restored.
 
     A bundle is data: only the notebook, its recording, the memory snapshot, instruction
     files and the data files its manifest declares are written, never settings, hooks or
     code, and each path is checked (the manifest's too) before anything is written. It
     is unpacked into a temporary folder beside ``dest`` and moved into place, so a
-    refused or damaged bundle leaves nothing behind.
+    refused or damaged bundle leaves nothing behind. ``show`` gets the listing of what
+    will be written (``Contents.older`` for a bundle made before bundles recorded what
+    they include) before anything is.
     """
     bundle, dest = Path(bundle).expanduser(), Path(dest).expanduser().absolute()
-    if dest.exists() and (not dest.is_dir() or dest.is_symlink() or any(dest.iterdir())):
+    out = Root.declare("given", dest.parent)  # where the person asked for it
+    if dest.exists() and (not dest.is_dir() or dest.is_symlink() or out.listdir(dest)):
         raise BundleError(f"{dest} is not an empty folder; unpack into a new folder.")
-    try:
-        archive = zipfile.ZipFile(bundle)
-    except FileNotFoundError:
-        raise BundleError(f"No bundle at {bundle}.") from None
-    except (zipfile.BadZipFile, OSError, ValueError):
-        raise BundleError(f"{bundle} is not a zip file; it is not a jupyter-memory bundle.") from None
-    with archive:
+    with contextlib.ExitStack() as opened:
+        try:
+            archive = opened.enter_context(person_root(bundle).open_zip(bundle))
+        except FileNotFoundError:
+            raise BundleError(f"No bundle at {bundle}.") from None
+        except (zipfile.BadZipFile, OSError, ValueError):
+            raise BundleError(f"{bundle} is not a zip file; it is not a jupyter-memory bundle.") from None
         manifest = _read_manifest(archive, bundle)
         plan = _plan(archive, manifest, bundle, max_bytes, max_entries)
+        contents = _unpack_listing(plan, manifest)
+        if show is not None:
+            show(contents)
         created = _first_missing(dest.parent)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.unpacking-", dir=dest.parent))
+        staging = out.temp_folder(prefix=f".{dest.name}.unpacking-")
+        inside = Root.declare("given", staging)
         try:
             budget = [max_bytes]
-            for info, target in plan:
-                _copy_entry(archive, info, staging / target, budget, bundle)
-            _finish(staging, manifest)
-            os.replace(staging, dest)  # an empty dest folder is replaced in one step
+            for info, target in plan:  # every name was checked by _plan
+                _copy_entry(archive, info, inside, staging / target, budget, bundle)
+            _finish(inside, manifest)
+            out.move(staging, dest)  # an empty dest folder is replaced in one step
         except BaseException as exc:
-            shutil.rmtree(staging, ignore_errors=True)
+            with contextlib.suppress(OSError, InvalidPath):
+                out.remove_folder(staging, tree=True)
             if created is not None:
-                shutil.rmtree(created, ignore_errors=True)
+                with contextlib.suppress(OSError, InvalidPath):
+                    Root.declare("given", created.parent).remove_folder(created, tree=True)
             if isinstance(exc, (zipfile.BadZipFile, zlib.error, EOFError)):
                 raise BundleError(f"{bundle} is damaged ({exc}); nothing was unpacked.") from None
             if isinstance(exc, OSError) and not isinstance(exc, FileExistsError):
@@ -473,7 +580,34 @@ def unpack(bundle: Path, dest: Path, *, max_bytes: int = MAX_UNPACKED_BYTES,
                                   "Nothing was left behind.") from None
             raise
     return UnpackResult(dest, dest / str(manifest["notebook"]), dest / str(manifest["recording"]),
-                        dest / MEMORY_DIR, dest / CONFIG_DIR, manifest)
+                        dest / MEMORY_DIR, dest / CONFIG_DIR, manifest, contents)
+
+
+def _unpack_listing(plan: list[tuple[zipfile.ZipInfo, str]],
+                    manifest: Mapping[str, Any]) -> Contents:
+    """What ``plan`` writes, each file by where it lands and its kind, from the entries
+    themselves (the manifest's own listing is the packer's word; only what it says was
+    left out is shown from it)."""
+    scopes = {str(i.get("entry")): i.get("scope") for i in _listed(manifest, "instructions")
+              if isinstance(i, dict)}
+    flag = manifest.get("include_private")
+    contents = Contents(include_private=flag if isinstance(flag, bool) else None,
+                        left_out=listed_left_out(manifest))
+    for info, target in plan:
+        name = _safe_relative(info.filename) or info.filename  # _plan checked it
+        head, _, rest = name.partition("/")
+        if target == manifest.get("notebook"):
+            kind = NOTEBOOK
+        elif target == manifest.get("recording"):
+            kind = RECORDING
+        elif head == "memory":
+            kind = TEAM_MEMORY if rest.startswith(TEAM_PREFIX) else PRIVATE_MEMORY
+        elif head in ("project", "config"):
+            kind = instruction_kind(name, scopes.get(name))
+        else:
+            kind = DATA
+        contents.included.append(Item(target, kind, info.file_size))
+    return contents
 
 
 def _read_manifest(archive: zipfile.ZipFile, bundle: Path) -> dict[str, Any]:
@@ -481,8 +615,7 @@ def _read_manifest(archive: zipfile.ZipFile, bundle: Path) -> dict[str, Any]:
         info = archive.getinfo(MANIFEST)
         if info.file_size > MAX_MANIFEST_BYTES:
             raise ValueError("manifest too large")
-        with archive.open(info) as fh:
-            manifest = json.loads(fh.read(MAX_MANIFEST_BYTES + 1))
+        manifest = json.loads(archive.read(info)[:MAX_MANIFEST_BYTES + 1])
     except (KeyError, ValueError, RecursionError, zipfile.BadZipFile, zlib.error, EOFError):
         raise BundleError(f"{bundle} has no readable {MANIFEST}; it is not a bundle.") from None
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT \
@@ -491,11 +624,12 @@ def _read_manifest(archive: zipfile.ZipFile, bundle: Path) -> dict[str, Any]:
     return manifest
 
 
-def _finish(folder: Path, manifest: Mapping[str, Any]) -> None:
+def _finish(root: Root, manifest: Mapping[str, Any]) -> None:
     """Give memory files their recorded ages and write the unpacked manifest."""
     now = time.time()
+    folder = root.path
     memdir = folder / MEMORY_DIR
-    memdir.mkdir(exist_ok=True)
+    root.make_folder(memdir)
     for item in _listed(manifest, "memory"):
         rel = _safe_relative(str(item.get("file", ""))) if isinstance(item, dict) else None
         path = memdir / rel if rel is not None else None
@@ -508,8 +642,8 @@ def _finish(folder: Path, manifest: Mapping[str, Any]) -> None:
                 os.utime(path, (when, when))
             except (OverflowError, ValueError, OSError):
                 continue
-    atomic_write(folder / UNPACKED_MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
-    (folder / CONFIG_DIR).mkdir(exist_ok=True)
+    root.write(UNPACKED_MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
+    root.make_folder(CONFIG_DIR)
 
 
 # --------------------------------------------------------------------------- replay
@@ -546,17 +680,54 @@ def _answers(nb: Mapping[str, Any]) -> list[str]:
     return out
 
 
+#: Run by the replay kernel at start-up, before the notebook's first cell: the trust
+#: decision is taken there, once, and no cell can take it back by unsetting the variable.
+_HOLD_UNTRUSTED = ("__import__('jupyter_memory.memdir.trust', "
+                   "fromlist=['hold_untrusted']).hold_untrusted()")
+
+
+def plan_replay(unpacked: UnpackResult | Path) -> ReplayPlan:
+    """What replaying ``unpacked`` (or an unpacked folder) would run: its code cells."""
+    return _read_for_replay(unpacked)[0]
+
+
+def _read_for_replay(unpacked: UnpackResult | Path) -> tuple[ReplayPlan, Any]:
+    """The plan and the notebook it was read from: the cells the person agreed to are
+    the cells that run."""
+    import nbformat
+
+    from jupyter_memory.memdir.project import find_project_root
+
+    if not isinstance(unpacked, UnpackResult):
+        unpacked = _unpacked_from(Path(unpacked))
+    _check_inside(unpacked)
+    given = Root.declare("given", unpacked.folder)
+    nb = nbformat.reads(given.text(unpacked.notebook), as_version=4)  # type: ignore[no-untyped-call]  # nbformat is unannotated
+    folder = Path(os.path.realpath(unpacked.folder))
+    plan = ReplayPlan(unpacked.notebook, folder,
+                      tuple(str(c.source) for c in nb.cells if c.cell_type == "code"),
+                      find_project_root(folder))
+    return plan, nb
+
+
 def replay(
     unpacked: UnpackResult | Path,
     *,
     kernel_name: str = "python3",
     timeout: int = 120,
     env: Mapping[str, str] | None = None,
+    yes: bool = False,
+    ask: Callable[[str], bool | None] | None = None,
 ) -> ReplayReport:
     """Execute the unpacked notebook with nbclient against its recording.
 
-    The executed notebook replaces the unpacked copy. A cell that fails (for example a
-    request that is not in the recording) ends the run and is reported.
+    The notebook is someone else's code and runs as you, so unless ``yes`` its code
+    cells are listed and the person is asked (``ask``, default the prompter a front end
+    registered, ``trust.ask_yes_no``); when nobody can answer, nothing runs and
+    :class:`BundleError` says to pass ``yes``. The kernel holds every folder untrusted
+    from start-up (``trust.hold_untrusted``). The executed notebook replaces the unpacked
+    copy. A cell that fails (for example a request that is not in the recording) ends
+    the run and is reported.
     """
     import nbformat
     from nbclient import NotebookClient
@@ -564,13 +735,15 @@ def replay(
 
     if not isinstance(unpacked, UnpackResult):
         unpacked = _unpacked_from(Path(unpacked))
-    _check_inside(unpacked)
-    nb = nbformat.read(str(unpacked.notebook), as_version=4)  # type: ignore[no-untyped-call]  # nbformat is unannotated
+    plan, nb = _read_for_replay(unpacked)
+    if not yes:
+        _approve(plan, ask)
     bundled = _answers(nb)
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
                             resources={"metadata": {"path": str(unpacked.folder)}},
                             # the kernel's own start-up warnings are not the notebook's output
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"])
+                            extra_arguments=["--IPKernelApp.log_level=ERROR",
+                                             f"--IPKernelApp.exec_lines={_HOLD_UNTRUSTED}"])
     error = None
     try:
         client.execute(env=replay_env(unpacked, env))
@@ -578,12 +751,28 @@ def replay(
         error = _short_error(exc)
     except Exception as exc:  # the kernel could not start or died: say so, keep the file
         error = f"{type(exc).__name__}: {exc}"
-    atomic_write(unpacked.notebook, nbformat.writes(nb))  # type: ignore[no-untyped-call]  # nbformat is unannotated
+    Root.declare("given", unpacked.folder).write(unpacked.notebook, nbformat.writes(nb))  # type: ignore[no-untyped-call]  # nbformat is unannotated
     replayed = _answers(nb)
     changed = [i for i, (a, b) in enumerate(zip(bundled, replayed, strict=False)) if a != b]
     ran = sum(1 for c in nb.cells if c.cell_type == "code" and c.get("execution_count"))
     return ReplayReport(unpacked.notebook, ran, len(replayed),
                         len(replayed) - len(changed), changed, error)
+
+
+def _approve(plan: ReplayPlan, ask: Callable[[str], bool | None] | None) -> None:
+    """Ask the person to run ``plan``'s cells; raise :class:`BundleError` unless they say yes."""
+    from jupyter_memory.memdir.trust import ask_yes_no
+
+    answer = (ask or ask_yes_no)(plan.question())
+    later = (f"Read {plan.notebook} first; then replay it with `jupyter-memory bundle replay "
+             f"{plan.folder} --yes` (replay(..., yes=True) in Python).")
+    if answer is None:
+        raise BundleError(
+            f"Not replayed: replay runs the {len(plan.cells)} code cells of {plan.notebook.name} "
+            "as you, and nobody can answer here to agree (no terminal, no prompt). " + later)
+    if not answer:
+        raise BundleError(f"Not replayed: you said no. The unpacked bundle stays in "
+                          f"{plan.folder}. " + later)
 
 
 def _short_error(exc: Exception) -> str:
@@ -594,7 +783,7 @@ def _short_error(exc: Exception) -> str:
 
 def _unpacked_from(folder: Path) -> UnpackResult:
     try:
-        manifest = json.loads((folder / UNPACKED_MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads(Root.declare("given", folder).text(UNPACKED_MANIFEST))
     except (OSError, ValueError, RecursionError):
         raise BundleError(f"{folder} is not an unpacked bundle (no {UNPACKED_MANIFEST}).") from None
     if not isinstance(manifest, dict):

@@ -55,11 +55,11 @@ class LoggedSession(Protocol):
 
 def git_branch(folder: Path) -> str | None:
     """The current branch of ``folder``'s repository, or None outside git."""
+    from jupyter_memory.memdir.team.git import run_git
+
     try:
-        out = subprocess.run(
-            ["git", "-C", str(folder), "rev-parse", "--abbrev-ref", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
-        )
+        out = run_git(["-C", str(folder), "rev-parse", "--abbrev-ref", "HEAD"], cwd=None,
+                      env=None, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     branch = out.stdout.strip()

@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
+from jupyter_memory.memdir.gateway import Root, person_root
 from jupyter_memory.transcript.entries import KNOWN_TYPES, is_boundary, is_valid, last_boundary
 
 __all__ = ["FAST_PATH_BYTES", "EntryList", "ReadStats", "read_entries"]
@@ -62,7 +63,8 @@ class EntryList(list[dict[str, Any]]):
         self.stats = stats
 
 
-def read_entries(path: Path, *, from_last_boundary: bool = True) -> EntryList:
+def read_entries(path: Path, *, from_last_boundary: bool = True,
+                 root: Root | None = None) -> EntryList:
     """Read a session log, skipping blank, corrupt and unknown lines without failing.
 
     With ``from_last_boundary`` the result starts at the last ``compact_boundary`` entry
@@ -70,11 +72,12 @@ def read_entries(path: Path, *, from_last_boundary: bool = True) -> EntryList:
     searching the file backwards for its byte pattern, and nothing before it is parsed or
     kept in memory. Entries of types other than user, assistant and system (progress,
     file-history snapshots, ...) are dropped and spliced out of the ``parentUuid`` chain:
-    a child of a dropped entry is re-pointed at that entry's own parent.
+    a child of a dropped entry is re-pointed at that entry's own parent. The log is read
+    through ``root`` (default: its own folder, as a path the person gave).
     """
     path = Path(path)
     stats = ReadStats(path=path)
-    with open(path, "rb") as handle:
+    with (root or person_root(path)).reader(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         stats.file_bytes = size
         start = 0
@@ -97,7 +100,7 @@ def read_entries(path: Path, *, from_last_boundary: bool = True) -> EntryList:
 
 
 
-def _parse(handle: BinaryIO, stats: ReadStats) -> list[dict[str, Any]]:
+def _parse(handle: IO[bytes], stats: ReadStats) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     spliced: dict[str, Any] = {}  # uuid of a dropped entry -> its (resolved) parent
@@ -141,7 +144,7 @@ def _parse(handle: BinaryIO, stats: ReadStats) -> list[dict[str, Any]]:
     return out
 
 
-def _find_last_boundary(handle: BinaryIO, size: int, stats: ReadStats) -> int | None:
+def _find_last_boundary(handle: IO[bytes], size: int, stats: ReadStats) -> int | None:
     """Byte offset of the line holding the last real compaction boundary, or None.
 
     Blocks are read from the end towards the start; each hit of the pattern is
@@ -175,7 +178,7 @@ def _find_last_boundary(handle: BinaryIO, size: int, stats: ReadStats) -> int | 
     return None
 
 
-def _line_start(handle: BinaryIO, data: bytes, low: int, hit: int) -> int:
+def _line_start(handle: IO[bytes], data: bytes, low: int, hit: int) -> int:
     newline = data.rfind(b"\n", 0, hit)
     if newline != -1:
         return low + newline + 1

@@ -180,6 +180,13 @@ export interface Usage {
   output_tokens: number;
   cache_read_input_tokens: number;
   cache_creation_input_tokens: number;
+  /**
+   * Present when some cache writes have the 1-hour lifetime (billed 2x input, against 1.25x for 5-minute writes): cache_creation_input_tokens split by lifetime.
+   */
+  cache_creation?: {
+    ephemeral_5m_input_tokens: number;
+    ephemeral_1h_input_tokens: number;
+  };
 }
 /**
  * One model call. Its body is rebuilt from params and the parts system, tools and conversation (a ConversationPart), with cache_marks put back (request_parts.py); digest checks the result.

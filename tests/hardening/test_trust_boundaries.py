@@ -313,7 +313,7 @@ def test_replay_runs_no_hook_even_if_the_folder_holds_settings(tmp_path: Path) -
     trust.trust_folder(out)  # even a folder the person trusted
     assert replay_env(unpacked)[trust.ENV_UNTRUSTED] == "1"
     base = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    report = replay(unpacked, env=base, timeout=60)
+    report = replay(unpacked, env=base, timeout=60, yes=True)
     assert not report.ok and "this request is not in the recording" in report.error  # it reached the agent cell
     assert ran(flag) == []
 

@@ -351,6 +351,7 @@ def test_count_tokens_matches_usage_total(fake_api: FakeAnthropic) -> None:
 
 
 def test_identical_prefix_is_read_from_cache(fake_api: FakeAnthropic) -> None:
+    fake_api.cache.min_tokens = 0  # the rule's mechanics, on prompts under any model's minimum
     fake_api.script([Turn(text="a1"), Turn(text="a1"), Turn(text="a2")])
     first_request = {"system": cached_system(), "messages": cached_messages("q1")}
     total = estimate_request_tokens({"model": MODEL, **first_request})
@@ -376,6 +377,7 @@ def test_identical_prefix_is_read_from_cache(fake_api: FakeAnthropic) -> None:
 
 
 def test_uncached_tail_and_other_model_miss(fake_api: FakeAnthropic) -> None:
+    fake_api.cache.min_tokens = 0  # the rule's mechanics, on prompts under any model's minimum
     fake_api.script([Turn(text="a")] * 3)
     system = cached_system()
     system_tokens = estimate_request_tokens({"system": system})
@@ -396,6 +398,7 @@ def test_uncached_tail_and_other_model_miss(fake_api: FakeAnthropic) -> None:
 
 
 def test_cache_expires_after_five_minutes_and_reads_refresh(fake_api: FakeAnthropic) -> None:
+    fake_api.cache.min_tokens = 0  # the rule's mechanics, on prompts under any model's minimum
     assert isinstance(fake_api.clock, ManualClock)
     fake_api.script([Turn(text="a")] * 4)
     request = {"system": cached_system(), "messages": cached_messages("q1")}
@@ -411,7 +414,7 @@ def test_cache_expires_after_five_minutes_and_reads_refresh(fake_api: FakeAnthro
 
 def test_one_hour_ttl_is_reported_separately() -> None:
     clock = ManualClock()
-    with FakeAnthropic(clock=clock) as server:
+    with FakeAnthropic(clock=clock, min_cache_tokens=0) as server:
         server.script([Turn(text="a")] * 2)
         system = [
             {"type": "text", "text": "stable", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
@@ -745,6 +748,7 @@ def test_command_line_rejects_a_bad_script(tmp_path, capsys: pytest.CaptureFixtu
 
 
 def test_top_level_cache_control_marks_the_last_block(fake_api: FakeAnthropic) -> None:
+    fake_api.cache.min_tokens = 0  # the rule's mechanics, on prompts under any model's minimum
     fake_api.script([Turn(text="a")] * 2)
     request = {"system": "plain system", "messages": HELLO, "cache_control": {"type": "ephemeral"}}
     total = estimate_request_tokens(request)

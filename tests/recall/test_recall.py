@@ -214,8 +214,12 @@ def test_selector_request_shape():
     assert body["max_tokens"] == recall.SELECTOR_MAX_TOKENS == 256
     assert body["tool_choice"] == {"type": "tool", "name": "select_memories"}
     assert body["tools"] == [recall.SELECTOR_TOOL]
-    text = body["messages"][0]["content"][0]["text"]
-    assert "q?" in text and "- a.md (t): d" in text and text.endswith(": Glob")
+    listing, asked = body["messages"][0]["content"]
+    # The manifest first, with the breakpoint: it stays the same while no memory changes.
+    assert listing == {"type": "text", "text": "Memory files:\n- a.md (t): d",
+                       "cache_control": {"type": "ephemeral"}}
+    assert "q?" in asked["text"] and asked["text"].endswith(": Glob")
+    assert "cache_control" not in asked
 
 
 # ----------------------------------------------------------------------------- offline selector

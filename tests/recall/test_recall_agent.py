@@ -174,13 +174,13 @@ def test_selector_request_goes_to_the_small_model_with_manifest_and_forced_tool(
     schema = first["tools"][0]["input_schema"]
     assert schema["properties"]["selected_memories"]["type"] == "array"
     assert "at most five" in first["system"]
-    prompt = first["messages"][0]["content"][0]["text"]
-    assert "List the python files please" in prompt
+    prompt = "\n".join(b["text"] for b in first["messages"][0]["content"])
     assert f"- [project] {cents} (" in prompt and "): sales.revenue is stored in cents" in prompt
     assert f"- [feedback] {frames} (" in prompt
+    assert "List the python files please" in prompt
     assert "Tools used without errors" not in prompt
     # the second message sees the tool that succeeded during the first turn
-    later = second["messages"][0]["content"][0]["text"]
+    later = second["messages"][0]["content"][-1]["text"]
     assert "Tools used without errors since the person's previous message: Glob" in later
     assert all(b["model"] != "claude-small-test" for b in router.main_bodies)
 
@@ -196,7 +196,7 @@ def test_failed_tools_are_not_recently_used(fake_api, project):
     fake_api.responder = router
     assert run_turn(session, "Read the notes file please").ok
     assert run_turn(session, "And how is revenue stored?").ok
-    later = router.selector_bodies[1]["messages"][0]["content"][0]["text"]
+    later = router.selector_bodies[1]["messages"][0]["content"][-1]["text"]
     assert later.endswith("previous message: Glob")
 
 

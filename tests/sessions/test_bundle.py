@@ -90,7 +90,7 @@ def test_pack_unpack_and_replay_in_a_fresh_folder(tmp_path: Path, fake_api) -> N
     assert len(rec.exchanges) == 3
     assert "last written 3 days ago" in json.dumps(rec.request(rec.exchanges[2]))  # the caveat
 
-    packed = pack(notebook, tmp_path / "demo.zip", include=["*.csv"])
+    packed = pack(notebook, tmp_path / "demo.zip", include=["*.csv"], include_private=True)
     assert sorted(packed.memory_files) == ["MEMORY.md", "project_cents.md"]
     assert sorted(packed.instruction_files) == ["config/CLAUDE.md", "project/CLAUDE.md"]
     assert packed.extra_files == ["sales.csv"]
@@ -107,7 +107,7 @@ def test_pack_unpack_and_replay_in_a_fresh_folder(tmp_path: Path, fake_api) -> N
     assert age_days((target / "memory" / "project_cents.md").stat().st_mtime) == 3
     asked = len(fake_api.requests)
 
-    report = replay(unpacked, env=kernel_env())
+    report = replay(unpacked, env=kernel_env(), yes=True)
     assert report.ok, report.error
     assert len(fake_api.requests) == asked  # no request left the folder
     assert report.agent_turns == 2 and report.same_answers == 2 and report.changed_answers == []
@@ -127,7 +127,7 @@ def test_replay_that_asks_more_than_was_recorded_fails_clearly(tmp_path: Path) -
     session = Session(folder, config=AgentConfig.from_env(env), env=env)
     Recording.new(folder / "demo.recording.json", session)  # no exchanges recorded
     unpacked = unpack(pack(notebook).path, tmp_path / "fresh")
-    report = replay(unpacked, env=kernel_env(), timeout=60)
+    report = replay(unpacked, env=kernel_env(), timeout=60, yes=True)
     assert not report.ok and "this request is not in the recording" in report.error
     assert "all 0 recorded exchanges" in report.error
 
@@ -142,12 +142,28 @@ def make_recorded(tmp_path: Path, memory_text: str = CENTS) -> Path:
     return notebook
 
 
-def test_pack_refuses_credentials_unless_allowed(tmp_path: Path) -> None:
-    notebook = make_recorded(tmp_path, CENTS + "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG\n")
-    with pytest.raises(SecretRefused, match=r"memory/project_cents\.md line"):
-        pack(notebook)
+KEY = "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG\n"
+
+
+def test_pack_refuses_credentials_in_data_unless_allowed(tmp_path: Path) -> None:
+    """A data file (or the notebook, recording, instructions) cannot be left out, so a
+    credential in it refuses the pack; --allow-secrets is for a false alarm there."""
+    notebook = make_recorded(tmp_path)
+    (notebook.parent / "keys.csv").write_text("name,value\n" + KEY)
+    with pytest.raises(SecretRefused, match=r"files/keys\.csv line 2"):
+        pack(notebook, include=["keys.csv"])
     assert not notebook.with_name("demo.bundle.zip").exists()
-    assert pack(notebook, allow_secrets=True).path.is_file()
+    assert pack(notebook, include=["keys.csv"], allow_secrets=True).path.is_file()
+
+
+def test_a_memory_with_a_credential_is_left_out_even_when_allowed(tmp_path: Path) -> None:
+    notebook = make_recorded(tmp_path, CENTS + KEY)
+    result = pack(notebook, include_private=True, allow_secrets=True)
+    assert result.memory_files == ["MEMORY.md"]
+    [item] = result.left_out
+    assert item.name == "memory/project_cents.md" and "line 7" in str(item.reason)
+    with zipfile.ZipFile(result.path) as archive:
+        assert not any(b"sk-ant-api03" in archive.read(n) for n in archive.namelist())
 
 
 def test_pack_needs_a_recording_and_never_overwrites_other_files(tmp_path: Path) -> None:

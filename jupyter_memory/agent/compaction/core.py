@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent import lifecycle
@@ -230,7 +230,7 @@ def compact(
     exclude = read_paths([*kept, *tail], ctx.project_root) + sorted(
         instruction_paths(session.instructions))
     candidates = recent_files(history, list(ctx.read_files), ctx.project_root, exclude=exclude)
-    restored = restore_files(candidates)
+    restored = restore_files(candidates, ctx.roots).files
     reset_read_record(ctx, restored)
     instruction_file = reread_instructions(session)
     start = lifecycle.run(session, "SessionStart", {"source": "compact"}, match="compact")
@@ -309,7 +309,7 @@ def _summarise(
     session: CompactingSession, history: list[dict[str, Any]], instructions: str | None,
     client: ModelClient | None,
 ) -> _Summary:
-    from jupyter_memory.context.assemble import digest
+    from jupyter_memory.context.assemble import assemble, digest
 
     if client is None:
         client = session.client()
@@ -320,7 +320,11 @@ def _summarise(
     attempt = 0
     while True:
         attempt += 1
-        body = session.assemble(([_DROPPED_NOTE] if dropped else []) + work + [prompt_msg]).body
+        # The summary request is a suffix: the breakpoint stays on the conversation's last
+        # block, whose prefix the turn just cached, and the request itself is written nowhere
+        # (the conversation is replaced after it, so nothing would read it again).
+        state = session.request_state(([_DROPPED_NOTE] if dropped else []) + work)
+        body = assemble(replace(state, suffix=[prompt_msg])).body
         body["max_tokens"] = summary_max_tokens(session)
         entry: dict[str, Any] = {"digest": digest(body), "messages": len(work),
                                  "dropped": dropped}
