@@ -262,19 +262,22 @@ def _ms(value: float | None) -> str:
 
 
 def goal_check(res: dict[str, Any]) -> tuple[bool, str]:
-    """Recall and precision at least :data:`LOCOMO_GOAL`, and both ahead of every top-5
-    baseline."""
+    """Recall and precision both ahead of every top-5 baseline, and, when the semantic part
+    ran (the issue's goal is for the selector with the extra), at least :data:`LOCOMO_GOAL`.
+    """
     ours = res["scores"]["offline"]["all"]
     names = [b for b in BASELINES if b in res["scores"]]
     base = [res["scores"][b]["all"] for b in names]
     recall, precision = ours["recall"] or 0.0, ours["precision"] or 0.0
-    ok = (recall >= LOCOMO_GOAL[0] and precision >= LOCOMO_GOAL[1]
-          and all(recall > (b["recall"] or 0) and precision > (b["precision"] or 0)
-                  for b in base))
+    hybrid = "offline-lexical" in res["names"]  # listed only when the semantic part runs
+    ok = (not hybrid or (recall >= LOCOMO_GOAL[0] and precision >= LOCOMO_GOAL[1])) and all(
+        recall > (b["recall"] or 0) and precision > (b["precision"] or 0) for b in base)
     words = (f"recall {recall:.3f} vs " + ", ".join(
         f"{n} {res['scores'][n]['all']['recall']:.3f}" for n in names)
         + f"; precision {precision:.3f} vs " + ", ".join(
         f"{n} {res['scores'][n]['all']['precision']:.3f}" for n in names))
+    if not hybrid:
+        words += " (lexical only: the recall and precision floors apply with the semantic part)"
     return ok, words
 
 

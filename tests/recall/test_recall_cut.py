@@ -254,3 +254,18 @@ def test_on_a_locomo_conversation_the_selector_beats_plain_bm25(lexical_only):
     scores = harness.run([conversation], ["offline-lexical", "bm25"])
     ours, bm25 = scores["offline-lexical"].summary(), scores["bm25"].summary()
     assert ours["recall"] > bm25["recall"] and ours["precision"] > 2 * bm25["precision"]
+
+
+def test_the_locomo_goal_needs_its_floors_only_with_the_semantic_part():
+    eval_recall = pytest.importorskip("eval_recall")
+
+    def res(recall, precision, hybrid):
+        row = {"recall": recall, "precision": precision}
+        names = ["offline", *(["offline-lexical"] if hybrid else []), "bm25"]
+        return {"names": names, "scores": {"offline": {"all": row},
+                                           "bm25": {"all": {"recall": 0.5, "precision": 0.13}}}}
+
+    assert eval_recall.goal_check(res(0.67, 0.38, hybrid=True))[0]
+    assert not eval_recall.goal_check(res(0.57, 0.38, hybrid=True))[0]  # under the floor
+    assert eval_recall.goal_check(res(0.57, 0.38, hybrid=False))[0]  # ahead is enough
+    assert not eval_recall.goal_check(res(0.45, 0.38, hybrid=False))[0]  # behind BM25
