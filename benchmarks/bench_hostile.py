@@ -316,8 +316,6 @@ CASES: list[Case] = [
               lambda n: fill("数据框的收入\u0301 camelCaseWord ", n), _tokenize),
     text_case("has_negation", "contractions", lambda n: fill("don't isn't ", n),
               offline.has_negation),
-    text_case("is_list_question", "what + long word", lambda n: "what " + "a" * n,
-              offline.is_list_question),
     text_case("dates.parse (offline selector)", "yesterday, repeated",
               lambda n: fill("yesterday ", n), _date_parse),
     text_case("find_relative_dates (memory body)", "yesterday, repeated",

@@ -1,16 +1,22 @@
-"""Running selectors over the LoCoMo memdirs: the shipped selector and two baselines.
+"""Running selectors over the LoCoMo memdirs: the shipped selector and the baselines.
 
 - ``offline``: :func:`jupyter_memory.recall.offline.select` as the prefetch path runs it (the
   hybrid when the semantic extra is installed, else lexical);
 - ``offline-lexical``: the same with the semantic part off (what runs without the extra);
+- ``before``, ``before-lexical``: the same two with the selector of another git revision
+  (``recall_data.at_ref``), to compare a change with what it replaces in one run;
+- ``ranking-top5``: the shipped selector's ranking cut at five, without its cut-off;
 - ``bm25``: plain Okapi BM25 over the descriptions, top 5, no stemming, no cut-off;
+- ``bm25-body``: the same over each file's body (what a search of the memdir would read);
 - ``embedding``: all-MiniLM-L6-v2 cosine similarity over the descriptions, top 5.
 
 Metrics per question: recall (share of the expected memories chosen), hit (any chosen),
 precision (share of the chosen that are expected, over questions with a choice) and the
 empty rate (questions with nothing chosen). A question that expects no memory (the
 "nothing relevant" messages of ``tests/recall_eval``) has no recall or hit; anything
-chosen for it counts against precision, and choosing nothing is its right answer.
+chosen for it counts against precision, and choosing nothing is its right answer. Each
+selection's CPU time is kept (selectors take turns on every question, so load on a shared
+machine hits them alike); the summary gives its median and 95th percentile.
 Memory vectors are kept on disk between runs (in the temp folder) because encoding 2,500
 memories takes a minute on a busy CPU.
 """
@@ -18,14 +24,17 @@ memories takes a minute on a busy CPU.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from jupyter_memory.memdir.scan import scan
@@ -44,27 +53,42 @@ class Scores:
 
     rows: dict[str, list[tuple[float | None, bool | None, float | None, int]]] = field(
         default_factory=dict)
+    times: dict[str, list[float]] = field(default_factory=dict)
 
-    def add(self, category: str, chosen: Sequence[str], expected: Sequence[str]) -> None:
+    def add(self, category: str, chosen: Sequence[str], expected: Sequence[str],
+            seconds: float | None = None) -> None:
         hits = len(set(chosen) & set(expected))
         self.rows.setdefault(category, []).append(
             (hits / len(expected) if expected else None, hits > 0 if expected else None,
              hits / len(chosen) if chosen else None, len(chosen)))
+        if seconds is not None:
+            self.times.setdefault(category, []).append(seconds)
 
     def summary(self, category: str | None = None) -> dict[str, float | int | None]:
         rows = [r for c, rs in self.rows.items() if category in (None, c) for r in rs]
+        times = sorted(t for c, ts in self.times.items() if category in (None, c) for t in ts)
         if not rows:
-            return {"n": 0, "recall": None, "hit": None, "precision": None, "empty": None,
-                    "attached": None}
+            return {"n": 0, "recall": None, "hit": None, "precision": None, "f1": None,
+                    "empty": None, "attached": None, "median_ms": None, "p95_ms": None}
         recalls = [r for r, _, _, _ in rows if r is not None]
         hits = [h for _, h, _, _ in rows if h is not None]
         precisions = [p for _, _, p, _ in rows if p is not None]
-        return {"n": len(rows),
-                "recall": sum(recalls) / len(recalls) if recalls else None,
+        recall = sum(recalls) / len(recalls) if recalls else None
+        precision = sum(precisions) / len(precisions) if precisions else None
+        f1 = (2 * recall * precision / (recall + precision)
+              if recall and precision else None)
+        return {"n": len(rows), "recall": recall,
                 "hit": sum(hits) / len(hits) if hits else None,
-                "precision": sum(precisions) / len(precisions) if precisions else None,
+                "precision": precision, "f1": f1,
                 "empty": sum(1 for *_, n in rows if n == 0) / len(rows),
-                "attached": sum(n for *_, n in rows) / len(rows)}
+                "attached": sum(n for *_, n in rows) / len(rows),
+                "median_ms": percentile(times, 0.5) * 1000 if times else None,
+                "p95_ms": percentile(times, 0.95) * 1000 if times else None}
+
+
+def percentile(ordered: Sequence[float], share: float) -> float:
+    """The ``share`` quantile of sorted ``ordered`` (nearest rank)."""
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
 
 
 def _words(text: str) -> list[str]:
@@ -92,6 +116,23 @@ def bm25_top(query: str, memories: Sequence[Any], k: int = TOP) -> list[str]:
         scored.append((s, m.file))
     scored.sort(key=lambda x: (-x[0], x[1]))
     return [f for s, f in scored[:k] if s > 0]
+
+
+@functools.lru_cache(maxsize=16384)
+def _body(path: str) -> str:
+    """A memory file's text after its frontmatter."""
+    text = Path(path).read_text(encoding="utf-8")
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        if end != -1:
+            return text[end + 4:]
+    return text
+
+
+def bm25_body_top(query: str, memories: Sequence[Any], k: int = TOP) -> list[str]:
+    """Plain Okapi BM25 over each memory's body: the baseline a text search would give."""
+    bodies = [SimpleNamespace(file=m.file, description=_body(str(m.path))) for m in memories]
+    return bm25_top(query, bodies, k)
 
 
 def _items(memories: Sequence[Any]) -> list[tuple[str, float, str]]:
@@ -150,7 +191,28 @@ def asked_at(conversation: locomo.Conversation) -> dt.datetime:
     return last + dt.timedelta(days=1)
 
 
-SELECTORS: dict[str, Callable[..., list[str]]] = {}
+def choose(name: str, query: str, memories: Sequence[Any], now: dt.datetime,
+           before: ModuleType | None = None) -> list[str]:
+    """The files selector ``name`` picks for ``query`` (see the module's list)."""
+    if name == "offline":
+        return selector.select(query, memories, now=now).files
+    if name == "offline-lexical":
+        return selector.select(query, memories, now=now, semantic=False).files
+    if name in ("before", "before-lexical"):
+        if before is None:
+            raise ValueError(f"{name!r} needs the selector of another revision (before=)")
+        semantic_part = None if name == "before" else False
+        files: list[str] = before.select(query, memories, now=now, semantic=semantic_part).files
+        return files
+    if name == "ranking-top5":
+        return [r.file for r in selector.rank(query, memories, now=now)[:TOP] if r.score > 0]
+    if name == "bm25":
+        return bm25_top(query, memories)
+    if name == "bm25-body":
+        return bm25_body_top(query, memories)
+    if name == "embedding":
+        return embedding_top(query, memories)
+    raise ValueError(f"unknown selector {name!r}")
 
 
 def run(
@@ -158,30 +220,26 @@ def run(
     names: Sequence[str],
     *,
     root: Path | None = None,
+    before: ModuleType | None = None,
 ) -> dict[str, Scores]:
-    """Scores of each named selector over every question of ``conversations``."""
+    """Scores of each named selector over every question of ``conversations``; ``before``
+    is the selector module of another revision, for ``before`` and ``before-lexical``."""
     if root is None:
         with tempfile.TemporaryDirectory() as tmp:
-            return run(conversations, names, root=Path(tmp))
+            return run(conversations, names, root=Path(tmp), before=before)
     stores = memdirs(conversations, root)
-    if {"offline", "embedding"} & set(names):
+    if {"offline", "before", "ranking-top5", "embedding"} & set(names):
         warm_vectors([m for ms in stores.values() for m in ms])
     results = {name: Scores() for name in names}
     for conversation in conversations:
         memories = stores[conversation.id]
         now = asked_at(conversation)
+        for name in names:  # the first call fills each selector's caches, not timed
+            choose(name, "warm-up", memories, now, before)
         for question in conversation.questions:
             query, category, expected = question["query"], question["category"], question["expected"]
             for name in names:
-                if name == "offline":
-                    chosen = selector.select(query, memories, now=now).files
-                elif name == "offline-lexical":
-                    chosen = selector.select(query, memories, now=now, semantic=False).files
-                elif name == "bm25":
-                    chosen = bm25_top(query, memories)
-                elif name == "embedding":
-                    chosen = embedding_top(query, memories)
-                else:
-                    raise ValueError(f"unknown selector {name!r}")
-                results[name].add(category, chosen, expected)
+                start = time.process_time()
+                chosen = choose(name, query, memories, now, before)
+                results[name].add(category, chosen, expected, time.process_time() - start)
     return results

@@ -13,11 +13,13 @@ what data scientists actually type:
 - with a list of recently used tools, memories that merely document one of those tools
   are left out while warnings about them are kept (the reference's selector rule).
 
-Results are deterministic. A memory is kept when its score passes a floor and 60% of the
-best score, and it matches enough of the message: a quarter of its information (the IDF
-mass of its words, unknown words included), or one of the rarest known words of a longer
-message (its topics). So an unrelated message selects nothing, and a message about
-several things can still pick one memory per thing.
+Results are deterministic. A memory may be kept when it matches enough of the message: a
+quarter of its information (the IDF mass of its words, unknown words included), or one of
+the rarest known words of a longer message (its topics), or its meaning (with the
+semantic extra). Its score is a fitted chance that the message needs it; the selector
+keeps as many of the likeliest as those chances support (:func:`choose`). So an unrelated
+message selects nothing, and a message about several things can still pick one memory
+per thing.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
+import operator
 import re
 import unicodedata
 from collections import Counter
@@ -35,18 +38,24 @@ from typing import Any
 from jupyter_memory.memdir.words import FUNCTION_WORDS
 
 __all__ = [
+    "FEATURES",
     "HYBRID_POLICY",
     "LABEL",
     "LEXICAL_POLICY",
     "MAX_SELECTED",
+    "SITTING_SECONDS",
     "STEMMER",
     "Policy",
     "Ranked",
     "Selection",
+    "best_cosine",
     "choose",
+    "features",
     "fuse",
-    "is_list_question",
+    "has_evidence",
+    "policy_for",
     "rank",
+    "related",
     "select",
     "semantic_status",
     "tokenize",
@@ -62,7 +71,6 @@ B = 0.75
 FIELD_WEIGHTS = {"name": 0.9, "description": 1.0, "type": 0.5}
 EXPANSION_WEIGHT = 0.35
 MIN_SCORE = 2.0
-RELATIVE_TO_BEST = 0.6
 MIN_COVERAGE = 0.25
 OOV_IDF_FACTOR = 0.8
 NEGATION_BONUS = 1.15
@@ -372,6 +380,12 @@ def _expand(text: str) -> _Query:
 
 # ----------------------------------------------------------------------------- policy
 
+FEATURES = ("lexical", "bm25", "coverage", "semantic", "cosine_gap", "date", "dated",
+            "other_entity", "same_sitting")
+"""What the fitted model weighs for each memory (see :func:`features`)."""
+SITTING_SECONDS = 3600
+"""Memories written within this long of each other count as written in one sitting."""
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -379,46 +393,52 @@ class Policy:
 
     Fitted on the development split of the LoCoMo evaluation set, never guessed, by
     ``benchmarks/fit_recall.py`` (which prints these values); one policy for the lexical
-    selector alone and one for the hybrid. A memory is eligible when its words pass the
+    selector alone and one for the hybrid. ``weights`` and ``bias`` make a logistic model
+    of the chance that a memory is one the message needs, from its :func:`features`; the
+    score shown for a memory is that chance. A memory is eligible when its words pass the
     lexical floor and coverage rule, or its meaning passes ``semantic_floor`` (a cosine
-    similarity); eligible memories are kept best first while their fused score is at least
-    ``relative_to_best`` of the best one, up to ``one_fact_limit`` for a question about one
-    thing and ``list_limit`` for a list or several-part question.
+    similarity, ``meaning_alone_floor`` when it shares no word). Eligible memories are
+    kept best first, as many as make the expected recall plus ``precision_weight`` times
+    the expected precision largest (see :func:`choose`): a message with one clear answer
+    gets one memory, a message whose chances are spread over several gets several.
+    ``expected_floor`` is the least number of needed memories the expected recall
+    assumes, so that when every chance is small the best memory alone does not count as
+    the whole answer.
     """
 
-    semantic_weight: float
-    date_weight: float
-    relative_to_best: float
-    semantic_floor: float
-    one_fact_limit: int
-    list_limit: int
-    entity_penalty: float
+    weights: tuple[tuple[str, float], ...]
+    bias: float
+    precision_weight: float
+    expected_floor: float = 1.0
+    semantic_floor: float = 1.01
     meaning_alone_floor: float = 1.01
 
+    def weight(self, feature: str) -> float:
+        return dict(self.weights).get(feature, 0.0)
 
-LEXICAL_POLICY = Policy(semantic_weight=0.0, date_weight=1.0, relative_to_best=0.6,
-                        semantic_floor=1.0, one_fact_limit=5, list_limit=5,
-                        entity_penalty=0.7)
-HYBRID_POLICY = Policy(semantic_weight=1.5, date_weight=1.0, relative_to_best=0.65,
-                       semantic_floor=0.3, one_fact_limit=5, list_limit=2,
-                       entity_penalty=1.0, meaning_alone_floor=0.63)
+    @functools.cached_property
+    def vector(self) -> tuple[float, ...]:
+        """The weights in :data:`FEATURES` order, the sitting one left at 0 (it is added
+        once the likeliest memory is known, see :func:`fuse`)."""
+        return tuple(0.0 if name == "same_sitting" else self.weight(name) for name in FEATURES)
+
+
+LEXICAL_POLICY = Policy(
+    weights=(("lexical", 3.44), ("bm25", 1.6), ("coverage", 1.2), ("date", 3.28),
+             ("dated", -2.56), ("other_entity", -1.66), ("same_sitting", 0.12)),
+    bias=-8.37, precision_weight=0.6, expected_floor=1.0)
+HYBRID_POLICY = Policy(
+    weights=(("lexical", 1.64), ("bm25", 0.6), ("coverage", 0.9), ("semantic", 1.47),
+             ("cosine_gap", -6.86), ("date", 3.5), ("dated", -2.73), ("other_entity", 0.36),
+             ("same_sitting", 1.06)),
+    bias=-5.33, precision_weight=0.78, expected_floor=0.5, semantic_floor=0.3,
+    meaning_alone_floor=0.63)
 """``meaning_alone_floor``: a memory that shares no word with the message needs a cosine
 above 95% of the best matches a development question finds among another conversation's
 memories (measured by ``benchmarks/fit_recall.py --unrelated``), so an unrelated message
 still attaches nothing."""
 
-_LIST_RE = re.compile(
-    r"(?i)\b(?:how\s+many|both|list|all\s+(?:the\s+)?\w+s|ever|which\s+\w+s|what\s+(?:\w+\s+)?"
-    r"(?:things|activities|kinds|types|books|events|places|items|hobbies|ways|pets|games|"
-    r"instruments|sports|countries|cities|songs|artists|movies|names|steps|tools|people|"
-    r"projects|plans|goals|changes|issues|problems|rules|settings|tables|metrics|"
-    r"\w+ies|\w+s\s+(?:has|have|did|does|do))|and\s+[A-Z]\w+|各|哪些|どんな)\b")
 _ENTITY_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,})(?:'s)?\b")
-
-
-def is_list_question(text: str) -> bool:
-    """Whether ``text`` asks for several things (a list, a count, two people), not one fact."""
-    return bool(_LIST_RE.search(text))
 
 
 # ----------------------------------------------------------------------------- ranking
@@ -428,15 +448,19 @@ def is_list_question(text: str) -> bool:
 class Ranked:
     """One memory's score for a query; ``excluded`` says why it was left out, if it was.
 
-    ``score`` is the fused score that orders memories (0 to 1): the weighted mean of the
-    ``lexical`` part (BM25F, as a share of the best memory's), the ``semantic`` part (the
-    cosine similarity, as a share of the spread above the average memory; ``None``
-    without the semantic extra) and the ``date`` part (``None`` when the message names no
-    date). ``lexical_score`` is the raw BM25F score, ``similarity`` the raw cosine.
-    ``coverage`` is the share of the message's information (IDF mass of its terms) that
-    the memory matches; ``priority`` marks a warning about a recently used tool;
-    ``anchor`` is the rare word of the message it matches, if any; ``entity`` is whether
-    it names a person or thing the message names (``None`` when the message names none).
+    ``score`` orders memories: the fitted chance (0 to 1) that the message needs the
+    memory, from its :func:`features` under a :class:`Policy` (1 more for a warning about a
+    tool in use, which goes first). The parts it is computed from: ``lexical`` (BM25F, as
+    a share of the best memory's), ``semantic`` (the cosine similarity, as a share of the
+    spread above the average memory; ``None`` without the semantic extra) and ``date``
+    (``None`` when the message names no date). ``lexical_score`` is the raw BM25F score,
+    ``similarity`` the raw cosine. ``coverage`` is the share of the message's information
+    (IDF mass of its terms) that the memory matches; ``priority`` marks a warning about a
+    recently used tool; ``anchor`` is the rare word of the message it matches, if any;
+    ``entity`` is whether it names a person or thing the message names (``None`` when the
+    message names none); ``mtime`` is when it was written and ``sitting`` whether that was
+    within :data:`SITTING_SECONDS` of the likeliest memory (memories written together are
+    often about one thing).
     """
 
     file: str
@@ -452,6 +476,8 @@ class Ranked:
     semantic: float | None = None
     date: float | None = None
     entity: bool | None = None
+    mtime: float = 0.0
+    sitting: bool = False
 
     @property
     def lexical_ok(self) -> bool:
@@ -466,6 +492,8 @@ class Ranked:
             out.append(f"semantic {self.semantic or 0.0:.2f} (cosine {self.similarity:.2f})")
         if self.date is not None:
             out.append(f"date {self.date:.2f}")
+        if self.sitting:
+            out.append("written with the likeliest memory")
         return ", ".join(out)
 
 
@@ -474,7 +502,9 @@ class Selection:
     """The chosen files (best first) and every scored memory, for explanations.
 
     ``mode`` says which selector ran: ``"lexical"`` or ``"lexical + semantic"``, with
-    ``note`` saying why the semantic part is off when it is.
+    ``note`` saying why the semantic part is off when it is. ``threshold`` is this
+    message's cut (the score of the last memory kept for its evidence), ``best`` the best
+    eligible score.
     """
 
     selected: tuple[Ranked, ...]
@@ -509,7 +539,7 @@ class Selection:
         if item.excluded:
             return f"{self.label}: {item.excluded}"
         words = ", ".join(item.matched[:6]) or "no words"
-        facts = (f"score {item.score:.2f} = {item.parts()}; covers {item.coverage:.0%} of "
+        facts = (f"score {item.score:.2f} from {item.parts()}; covers {item.coverage:.0%} of "
                  f"the message (matched {words})")
         if item.entity is False:
             facts += "; names none of the people or things the message names"
@@ -532,7 +562,9 @@ class Selection:
                          f"{self.alone_floor:.2f} without")
             return f"{self.label}: {facts}; not enough evidence ({need})"
         if item.score < self.threshold:
-            return f"{self.label}: {facts}; below the threshold {self.threshold:.2f}"
+            return (f"{self.label}: {facts}; below this message's cut {self.threshold:.2f} "
+                    "(one more memory would lower the expected precision more than it "
+                    "raises the expected recall)")
         return f"{self.label}: {facts}; outside the best {self.limit} for this message"
 
 
@@ -661,7 +693,7 @@ def rank(
     if semantic is None:
         semantic = semantic_status()[0]
     parts = _parts(query, memories, recent_tools=recent_tools, now=now, semantic=semantic)
-    return fuse(parts, policy or (HYBRID_POLICY if semantic else LEXICAL_POLICY))
+    return fuse(parts, policy or policy_for(parts))
 
 
 def _parts(
@@ -720,12 +752,12 @@ def _parts(
             scores[i] += weight * tf * (K1 + 1) / (K1 + tf)
             matched_by[i].append(term)
             covered_by[i] |= q.source[term]
-    results: list[Ranked] = []
+    rows = []
     for i, doc in enumerate(docs):
         score = scores[i]
         matched = matched_by[i]
         covered = covered_by[i]
-        coverage = sum(idf(t) for t in covered) / mass
+        coverage = sum(idf(t) for t in covered) / mass if covered else 0.0
         anchored = next((t for t in anchors if t in matched), None)
         if score > 0:
             if query_negated and doc.negated:
@@ -745,15 +777,30 @@ def _parts(
                                 "without errors")
                 break
         date = None
+        mtime = _mtime(memories[i])
         if ranges:
             date = date_part.score(ranges, date_part.memory_dates(
-                _attr(memories[i], "description"), _mtime(memories[i])))
+                _attr(memories[i], "description"), mtime))
+        rows.append((doc, matched, excluded, coverage, priority, anchored, round(score, 4),
+                     None if similarities is None else round(similarities[i], 4), date, mtime))
+    # Each part as a share: of the best (lexical), of the spread above average (semantic).
+    live = [row for row in rows if row[2] is None]
+    best_lex = max((row[6] for row in live), default=0.0)
+    sims = [row[7] for row in live if row[7] is not None]
+    mean = sum(sims) / len(sims) if sims else 0.0
+    spread = max(sims, default=0.0) - mean
+    results: list[Ranked] = []
+    for doc, matched, excluded, coverage, priority, anchored, lex, sim, date, mtime in rows:
+        semantic_share = None
+        if sim is not None:
+            semantic_share = round(min(max(0.0, (sim - mean) / spread), 1.0), 4) if (
+                spread > 1e-9) else 0.0
         results.append(Ranked(
             doc.file, 0.0, tuple(matched), excluded, round(coverage, 4), priority, anchored,
-            lexical_score=round(score, 4),
-            similarity=None if similarities is None else round(similarities[i], 4),
-            date=date, entity=(bool(entities & doc.words) if entities else None)))
-    return _shares(results)
+            lexical=round(min(lex / best_lex, 1.0), 4) if best_lex > 0 else 0.0,
+            lexical_score=lex, similarity=sim, semantic=semantic_share, date=date,
+            entity=(bool(entities & doc.words) if entities else None), mtime=mtime))
+    return results
 
 
 def _with(r: Ranked, **changes: Any) -> Ranked:
@@ -772,80 +819,113 @@ def _mostly_cjk(text: str) -> bool:
     return bool(letters) and cjk / len(letters) > 0.3
 
 
-def _shares(results: list[Ranked]) -> list[Ranked]:
-    """Each part as a share of the best (lexical) or of the spread above average (semantic)."""
-    live = [r for r in results if r.excluded is None]
-    best_lex = max((r.lexical_score for r in live), default=0.0)
-    sims = [r.similarity for r in live if r.similarity is not None]
-    top = max(sims, default=0.0)
-    mean = sum(sims) / len(sims) if sims else 0.0
-    spread = top - mean
-    out = []
-    for r in results:
-        lexical = r.lexical_score / best_lex if best_lex > 0 else 0.0
-        semantic = None
-        if r.similarity is not None:
-            semantic = max(0.0, (r.similarity - mean) / spread) if spread > 1e-9 else 0.0
-        out.append(_with(r, lexical=round(min(lexical, 1.0), 4),
-                         semantic=None if semantic is None else round(min(semantic, 1.0), 4)))
-    return out
+def features(r: Ranked, best_cosine: float | None) -> tuple[float, ...]:
+    """What :class:`Policy` weighs for one memory, in :data:`FEATURES` order.
+
+    ``best_cosine`` is the best similarity any memory has with the message: how far a
+    memory's meaning falls behind it says more than the cosine itself, whose scale moves
+    with the message.
+    """
+    gap = 0.0
+    if r.similarity is not None and best_cosine is not None:
+        gap = best_cosine - r.similarity
+    return (r.lexical, math.log1p(r.lexical_score), r.coverage, r.semantic or 0.0, gap,
+            r.date or 0.0, 0.0 if r.date is None else 1.0, 1.0 if r.entity is False else 0.0,
+            1.0 if r.sitting else 0.0)
+
+
+def best_cosine(parts: Sequence[Ranked]) -> float | None:
+    """The best similarity a memory that may be attached has with the message."""
+    sims = [r.similarity for r in parts if r.excluded is None and r.similarity is not None]
+    return max(sims) if sims else None
+
+
+def related(r: Ranked) -> bool:
+    """Whether anything of the message is in the memory: a word, its meaning (above the
+    average memory's) or a date. Only these get a score."""
+    return r.lexical_score > 0 or (r.semantic or 0) > 0 or bool(r.date)
+
+
+def has_evidence(r: Ranked, policy: Policy) -> bool:
+    """Whether ``r`` may be attached for more than a tool warning: its words pass the
+    lexical rule, or its meaning passes the policy's floors."""
+    if r.lexical_ok:
+        return True
+    if r.similarity is None or r.similarity < policy.semantic_floor:
+        return False
+    return r.lexical_score > 0 or r.similarity >= policy.meaning_alone_floor
+
+
+def _chance(logit: float) -> float:
+    if logit < -30:
+        return 0.0
+    return 1.0 / (1.0 + math.exp(-logit))
 
 
 def fuse(parts: Sequence[Ranked], policy: Policy) -> list[Ranked]:
-    """The fused score of each memory under ``policy``, best first (ties by file name)."""
-    out = []
+    """The score of each memory under ``policy``, best first (ties by file name).
+
+    The likeliest eligible memory is found without the sitting feature; the memories
+    written within :data:`SITTING_SECONDS` of it then get its weight.
+    """
+    vector = policy.vector
+    sitting_weight = policy.weight("same_sitting")
+    best = best_cosine(parts)
+    logits: list[float | None] = []
+    top: Ranked | None = None
+    top_logit = -math.inf
     for r in parts:
-        total = r.lexical
-        weight = 1.0
-        if r.semantic is not None and policy.semantic_weight > 0:
-            total += policy.semantic_weight * r.semantic
-            weight += policy.semantic_weight
-        if r.date is not None and policy.date_weight > 0:
-            total += policy.date_weight * r.date
-            weight += policy.date_weight
-        score = total / weight
-        if r.entity is False:
-            score *= policy.entity_penalty
+        if not related(r):
+            logits.append(None)
+            continue
+        logit = policy.bias + sum(map(operator.mul, vector, features(r, best)))
+        logits.append(logit)
+        if (r.excluded is None and not r.priority and logit > top_logit
+                and has_evidence(r, policy)):
+            top, top_logit = r, logit
+    out = []
+    for r, logit in zip(parts, logits, strict=True):
+        if logit is None:  # nothing of the message in it: score 0, as ranked
+            out.append(r if r.score == 0.0 and not r.sitting else
+                       _with(r, score=0.0, sitting=False))
+            continue
+        sitting = (top is not None and r is not top and r.mtime > 0 and top.mtime > 0
+                   and abs(r.mtime - top.mtime) <= SITTING_SECONDS)
+        score = _chance(logit + (sitting_weight if sitting else 0.0))
         if r.priority:
             score = 1.0 + score  # warnings about a tool in use come first
-        if r.lexical_score <= 0 and (r.semantic or 0) <= 0 and not r.date:
-            score = 0.0
-        out.append(_with(r, score=round(score, 4)))
+        out.append(_with(r, score=round(score, 4), sitting=sitting))
     out.sort(key=lambda r: (-r.score, r.file))
     return out
 
 
 def choose(
-    ranked: Sequence[Ranked], policy: Policy, *, list_question: bool, limit: int = MAX_SELECTED
+    ranked: Sequence[Ranked], policy: Policy, *, limit: int = MAX_SELECTED
 ) -> tuple[list[Ranked], float, float]:
-    """The memories ``policy`` attaches from fused ``ranked``: (chosen, threshold, best).
+    """The memories ``policy`` attaches from fused ``ranked``: (chosen, cut, best).
 
     Warnings about a tool in use need only the lexical floor and come first; any other
-    memory needs evidence (its words or its meaning, see :class:`Policy`) and a fused
-    score within ``relative_to_best`` of the best eligible one.
+    memory needs evidence (:func:`has_evidence`). Of those, best first, the selector keeps
+    the number ``k`` that makes ``recall + precision_weight * precision`` largest, each
+    expected from the scores: the sum of the first ``k`` scores over the sum for all
+    eligible memories (at least ``expected_floor``), and over ``k``.
     """
-    cap = min(limit, policy.list_limit if list_question else policy.one_fact_limit)
-
-    def evidence(r: Ranked) -> bool:
-        if r.lexical_ok:
-            return True
-        if r.similarity is None or r.similarity < policy.semantic_floor:
-            return False
-        return r.lexical_score > 0 or r.similarity >= policy.meaning_alone_floor
-
     eligible = [r for r in ranked if r.excluded is None and r.score > 0]
     warnings = [r for r in eligible if r.priority and r.lexical_score >= MIN_SCORE]
-    others = [r for r in eligible if not r.priority and evidence(r)]
-    best = max((r.score for r in others), default=0.0)
-    threshold = policy.relative_to_best * best
+    others = [r for r in eligible if not r.priority and has_evidence(r, policy)]
+    best = others[0].score if others else 0.0
     kept = warnings[: max(limit, 0)]
-    room = min(max(limit, 0) - len(kept), cap)
-    for r in others:
-        if room <= 0 or r.score < threshold:
-            break
-        kept.append(r)
-        room -= 1
-    return kept, threshold, best
+    room = max(limit, 0) - len(kept)
+    expected = max(policy.expected_floor, sum(r.score for r in others), 1e-9)
+    count, value, total = 0, -math.inf, 0.0
+    for k, r in enumerate(others[:room], 1):
+        total += r.score
+        here = total / expected + policy.precision_weight * total / k
+        if here > value:
+            count, value = k, here
+    kept += others[:count]
+    cut = others[count - 1].score if count else best
+    return kept, cut, best
 
 
 def select(
@@ -859,9 +939,10 @@ def select(
 ) -> Selection:
     """The memories worth attaching for ``query``: at most ``limit``, maybe none.
 
-    With the semantic extra installed (and ``semantic`` not ``False``) the score fuses
+    With the semantic extra installed (and ``semantic`` not ``False``) the score weighs
     words, meaning and dates under :data:`HYBRID_POLICY`; otherwise words and dates under
-    :data:`LEXICAL_POLICY`. :attr:`Selection.mode` and :attr:`Selection.note` say which.
+    :data:`LEXICAL_POLICY` (also for a mostly Chinese or Japanese message, whose meaning
+    is not compared). :attr:`Selection.mode` and :attr:`Selection.note` say which.
     """
     available, note = semantic_status()
     use = available if semantic is None else (semantic and available)
@@ -869,13 +950,16 @@ def select(
         note = ""
     elif available:
         note = "semantic part off for this call"
-    policy = HYBRID_POLICY if use else LEXICAL_POLICY
-    ranked = rank(query, memories, recent_tools=recent_tools, now=now, semantic=use,
-                  policy=policy)
-    chosen, threshold, best = choose(ranked, policy, list_question=is_list_question(query),
-                                     limit=limit)
-    return Selection(tuple(chosen), tuple(ranked), threshold, best, {r.file: r for r in ranked},
+    parts = _parts(query, list(memories), recent_tools=recent_tools, now=now, semantic=use)
+    policy = policy_for(parts)
+    ranked = fuse(parts, policy)
+    chosen, cut, best = choose(ranked, policy, limit=limit)
+    return Selection(tuple(chosen), tuple(ranked), cut, best, {r.file: r for r in ranked},
                      mode="lexical + semantic" if use else "lexical", note=note,
-                     limit=min(limit, policy.list_limit if is_list_question(query)
-                               else policy.one_fact_limit),
-                     floor=policy.semantic_floor, alone_floor=policy.meaning_alone_floor)
+                     limit=limit, floor=policy.semantic_floor,
+                     alone_floor=policy.meaning_alone_floor)
+
+
+def policy_for(parts: Sequence[Ranked]) -> Policy:
+    """The hybrid policy when the message's meaning was compared, else the lexical one."""
+    return HYBRID_POLICY if any(r.similarity is not None for r in parts) else LEXICAL_POLICY

@@ -408,8 +408,8 @@ def test_harness_scores_questions_that_expect_no_memory():
     scores.add("none", [], [])
     scores.add("none", ["x.md"], [])
     direct, none, everything = scores.summary("direct"), scores.summary("none"), scores.summary()
-    assert direct == {"n": 2, "recall": 0.5, "hit": 0.5, "precision": 0.5, "empty": 0.5,
-                      "attached": 1.0}
+    assert direct == {"n": 2, "recall": 0.5, "hit": 0.5, "precision": 0.5, "f1": 0.5,
+                      "empty": 0.5, "attached": 1.0, "median_ms": None, "p95_ms": None}
     # no recall or hit to speak of; a pick is a false one; choosing nothing is right
     assert none["recall"] is None and none["hit"] is None
     assert none["precision"] == 0.0 and none["empty"] == 0.5

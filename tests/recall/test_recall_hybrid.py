@@ -53,14 +53,6 @@ def test_stemmer_joins_word_forms_and_irregular_pasts():
     assert selector.tokenize("running") == selector.tokenize("runs")
 
 
-def test_list_questions_are_told_from_one_fact_questions():
-    assert selector.is_list_question("What activities has Melanie done with her family?")
-    assert selector.is_list_question("How many times did we retrain the churn model?")
-    assert selector.is_list_question("What do Caroline and Melanie both like?")
-    assert not selector.is_list_question("When did Caroline go to the support group?")
-    assert not selector.is_list_question("is the revenue column stored in cents?")
-
-
 # ----------------------------------------------------------------------------- dates
 
 
