@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any, BinaryIO
 
 from jupyter_memory.transcript.entries import KNOWN_TYPES, is_boundary, is_valid, last_boundary
 
-__all__ = ["FAST_PATH_BYTES", "EntryList", "ReadStats", "read_entries"]
+__all__ = ["FAST_PATH_BYTES", "EntryList", "ReadStats", "find_session_log", "read_entries"]
 
 FAST_PATH_BYTES = 5 * 1024 * 1024
 """Logs larger than this are read from their last compaction boundary without parsing
@@ -197,3 +198,24 @@ def _is_boundary_line(line: bytes) -> bool:
     except ValueError:
         return False
     return isinstance(entry, dict) and is_boundary(entry)
+
+
+#: A session id as this package and the reference write them (uuids); anything else, read
+#: from a file someone else wrote, is never made into a path.
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+def find_session_log(session_id: str, projects: Path) -> Path | None:
+    """The log ``<projects>/<key>/<session id>.jsonl`` of the session, whatever folder it
+    ran in, or None (no such log, or an id that is not one)."""
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        return None
+    try:
+        folders = sorted(p for p in Path(projects).iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return None
+    for folder in folders:
+        log = folder / f"{session_id}.jsonl"
+        if log.is_file() and not log.is_symlink():
+            return log
+    return None
