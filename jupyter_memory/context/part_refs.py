@@ -67,25 +67,27 @@ def refer(value: Any, put: Put, *, min_chars: int = TEXT_PART_MIN) -> Any:
     return value
 
 
-def resolve(value: Any, lookup: Lookup, missing: Callable[[str], Any]) -> Any:
+def resolve(value: Any, lookup: Lookup, missing: Callable[[str], Any], *,
+            copied: bool = True) -> Any:
     """``value`` with every reference replaced by the part ``lookup`` finds for it.
 
     ``missing(digest)`` gives what stands for a part that ``lookup`` does not find (or
-    raises). Literal markers are unwrapped. Parts are copied: the caller owns the result.
+    raises). Literal markers are unwrapped. Parts are copied, so the caller owns the
+    result; with ``copied=False`` (a display that only reads it) they are shared.
     """
     if isinstance(value, list):
-        return [resolve(item, lookup, missing) for item in value]
+        return [resolve(item, lookup, missing, copied=copied) for item in value]
     if not isinstance(value, dict):
         return value
     if is_ref(value):
         found = lookup(value[REF_KEY])
         if found is None:
             return missing(value[REF_KEY])
-        return found if isinstance(found, str) else copy.deepcopy(found)
+        return copy.deepcopy(found) if copied and not isinstance(found, str) else found
     if len(value) == 1 and isinstance(value.get(LITERAL_KEY), dict):
         value = value[LITERAL_KEY]
-    return {k: copy.deepcopy(v) if k in KEPT_WHOLE else resolve(v, lookup, missing)
-            for k, v in value.items()}
+    return {k: (copy.deepcopy(v) if copied else v) if k in KEPT_WHOLE
+            else resolve(v, lookup, missing, copied=copied) for k, v in value.items()}
 
 
 def references(value: Any) -> Iterator[str]:

@@ -373,22 +373,23 @@ def record_lookup(record: Mapping[str, Any], then: Lookup | None = known_part) -
 
 def expand_record(record: Mapping[str, Any], lookup: Lookup,
                   missing: Callable[[str], Any] = _missing_text, *,
-                  sections: Iterable[str] = STORED_SECTIONS) -> dict[str, Any]:
+                  sections: Iterable[str] = STORED_SECTIONS,
+                  copied: bool = True) -> dict[str, Any]:
     """A copy of ``record`` whose stored ``sections`` hold their texts again, and whose
     recall decisions are a list (a record before version 3 is returned as it is).
 
     ``missing(digest)`` gives what stands for a part ``lookup`` does not find; by default
-    :class:`MissingPart` is raised.
+    :class:`MissingPart` is raised. ``copied=False`` shares the parts (read-only use).
     """
     out = dict(record)
     if not isinstance(record.get("version"), int) or record["version"] < 3:
         return out
     for section in sections:
         if section in out:
-            out[section] = resolve(out[section], lookup, missing)
+            out[section] = resolve(out[section], lookup, missing, copied=copied)
     recall = out.get("recall")
     if isinstance(recall, Mapping) and "decisions" in recall:
-        decisions = resolve(recall["decisions"], lookup, lambda digest: [])
+        decisions = resolve(recall["decisions"], lookup, lambda digest: [], copied=copied)
         out["recall"] = {**recall, "decisions": decisions if isinstance(decisions, list) else []}
     return out
 
@@ -396,9 +397,12 @@ def expand_record(record: Mapping[str, Any], lookup: Lookup,
 def readable(record: Mapping[str, Any], lookup: Lookup | None = None, *,
              sections: Iterable[str] = STORED_SECTIONS) -> dict[str, Any]:
     """``record`` as a display shows it: every text it can find put back, the others
-    :data:`ELSEWHERE` (``lookup``: by default the record's parts, then the live ones)."""
+    :data:`ELSEWHERE` (``lookup``: by default the record's parts, then the live ones).
+
+    The result shares its parts with the record and the session: read it, never change it.
+    """
     return expand_record(record, record_lookup(record) if lookup is None else lookup,
-                         lambda digest: ELSEWHERE, sections=sections)
+                         lambda digest: ELSEWHERE, sections=sections, copied=False)
 
 
 def turn_record_schema() -> dict[str, Any]:
