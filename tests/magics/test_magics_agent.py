@@ -109,7 +109,7 @@ def test_run_python_allowed_uses_user_namespace(ip, fake_api):
     )
     cap = run(ip, "%%agent\ncompute")
     assert ip.user_ns["answer"] == 42
-    assert "42" in records(cap)[0]["tool_calls"][0]["result"]
+    assert "42" in readable(records(cap)[0])["tool_calls"][0]["result"]
 
 
 def test_fault_message_in_cell_and_kernel_survives(ip, fake_api):
