@@ -231,13 +231,15 @@ def assemble(state: RequestState) -> AssembledRequest:
     context_block: dict[str, Any] = {"type": "text", "text": context_message_text(state)}
     if state.cache:
         context_block["cache_control"] = dict(CACHE)
-    conversation = wire_messages(state.messages)
-    messages = wire_messages([{"role": "user", "content": [context_block]}, *conversation])
-    # wire_messages drops cache_control; restore the context breakpoint after merging.
-    if state.cache:
-        messages[0]["content"][0]["cache_control"] = dict(CACHE)
-        if len(messages) > 1 or len(messages[0]["content"]) > 1:
-            _mark_last_block(messages)
+    # The context block opens the first user message (merged into it, as wire_messages
+    # would): the conversation is copied once, not again to put the block in front.
+    messages = wire_messages(state.messages)
+    if messages and messages[0]["role"] == "user":
+        messages[0]["content"].insert(0, context_block)
+    else:
+        messages.insert(0, {"role": "user", "content": [context_block]})
+    if state.cache and (len(messages) > 1 or len(messages[0]["content"]) > 1):
+        _mark_last_block(messages)
     body: dict[str, Any] = {
         "model": state.model,
         "max_tokens": state.max_tokens,
