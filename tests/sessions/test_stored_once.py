@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import jsonschema
 import nbformat
 import pytest
 from sessions import make_session
@@ -21,6 +22,7 @@ from jupyter_memory.context.request_parts import (
     known_part,
     notebook_parts,
     readable,
+    turn_record_schema,
 )
 from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.sessions.resume import (
@@ -86,6 +88,9 @@ def test_a_record_refers_to_a_stored_tool_result_instead_of_repeating_it(read_tw
     # what a reader sees is the text
     assert readable(third)["tool_calls"][0]["result"] == text
     assert readable(third, lambda d: None)["tool_calls"][0]["result"].startswith("(kept once")
+    validator = jsonschema.Draft7Validator(turn_record_schema())
+    for record in (second, third):
+        assert list(validator.iter_errors(json.loads(json.dumps(record)))) == []
 
 
 def test_resume_reads_a_cleared_storing_output_from_the_session_log(read_twice, tmp_path) -> None:
