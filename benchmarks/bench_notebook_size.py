@@ -49,6 +49,10 @@ from jupyter_memory.widgets.render import turn_bundle
 #: 30 turns of this kind of session made a 1.7 MB notebook with whole requests in records.
 BEFORE_30_TURNS = 1_700_000
 SIZE_GOAL = 0.40
+#: Issue 30's one budget, static turn views of issue 31 included: 30 scripted turns, and
+#: the course notebook with the most tool output (07-compaction-under-pressure).
+BUDGET_30_TURNS = 400_000
+BUDGET_COURSE = 500_000
 GROWTH_GOAL = 1.5
 
 
