@@ -289,8 +289,8 @@ def notebook_size_section(quick: bool) -> Section:
         f"{res['added_last']:,}. Before turn records stored content-addressed parts, the same "
         "script made 493,634 / 2,311,986 / 16,286,362 bytes at 10 / 30 / 100 turns, turn 100 "
         "adding 4.9 times what turn 10 added; version-2 records, which kept each tool output "
-        "in the messages, the tool calls and the request parts, made 413 KB at 30 turns "
-        "(issue 30).",
+        "in the messages, the tool calls and the request parts, made 465,948 bytes at 30 turns "
+        "(the code before issue 30, same script).",
     ])
     course = HERE.parent / "examples" / "07-compaction-under-pressure.ipynb"
     saved, restored, _nb = bench_notebook_size.restore_notebook(course)
