@@ -25,9 +25,7 @@ import copy
 import os
 import posixpath
 import re
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.errors import JupyterMemoryError
-from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir import trust_table
+from jupyter_memory.memdir.gateway import Root, person_root, temp_root
 
 __all__ = [
     "MODEL_ENV",
@@ -98,7 +97,7 @@ def example_files(notebook: Path) -> list[Path]:
     """What a notebook needs beside it: its recordings and a folder of the same name."""
     notebook = Path(notebook)
     found = [notebook]
-    found += sorted(notebook.parent.glob(f"{notebook.stem}*.recording.json"))
+    found += person_root(notebook.parent).matching(f"{notebook.stem}*.recording.json")
     companion = notebook.with_suffix("")
     if companion.is_dir():
         found.append(companion)
@@ -112,8 +111,7 @@ def scratch_folder() -> Path:
     ``%context`` count those characters; a path of fixed length (``/tmp/jupyter-memory-``
     plus 8 random characters) keeps a replay's numbers equal to the committed ones.
     """
-    root = Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir())
-    return Path(tempfile.mkdtemp(prefix="jupyter-memory-", dir=root))
+    return temp_root().temp_folder(prefix="jupyter-memory-")
 
 
 def prepare_work(notebook: Path, work: Path) -> Path:
@@ -124,14 +122,16 @@ def prepare_work(notebook: Path, work: Path) -> Path:
                         "(the examples are not part of the installed package), or pass "
                         "--examples DIR.")
     work = Path(work)
+    target = Root.declare("given", work.parent)  # the folder the person (or the demo) chose
     if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+        target.remove_folder(work, tree=True)
+    target.make_folder(work)
+    examples = person_root(notebook.parent)
     for item in example_files(notebook):
         if item.is_dir():
-            shutil.copytree(item, work / item.name)
+            examples.copy_tree(item, work / item.name, to=target)
         else:
-            shutil.copy2(item, work / item.name)
+            examples.copy(item, work / item.name, to=target)
     return work / notebook.name
 
 
@@ -151,7 +151,7 @@ def kernel_env(
     env = {k: v for k, v in (os.environ if base is None else base).items()
            if k not in _REQUEST_ENV and (live or k not in MODEL_ENV)}
     home = Path(home)
-    home.mkdir(parents=True, exist_ok=True)
+    Root.declare("given", home).make_folder()
     env["HOME"] = str(home)
     env.pop("PWD", None)  # the kernel's folder is set by the client, not inherited
     env.update(extra or {})
@@ -185,7 +185,8 @@ def execute_notebook(
     from nbclient import NotebookClient
 
     path = Path(path).resolve()
-    nb = nbformat.read(str(path), as_version=4)
+    folder = person_root(path)
+    nb = nbformat.reads(folder.text(path), as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
@@ -211,7 +212,7 @@ def execute_notebook(
     finally:
         nb.metadata.pop("widgets", None)
         if save:
-            atomic_write(path, nbformat.writes(nb))
+            folder.write(path, nbformat.writes(nb))
     return nb
 
 
@@ -245,12 +246,11 @@ def write_html(nb: Any, dest: Path, *, links_from: Path | None = None) -> Path:
 
     body, _ = HTMLExporter().from_notebook_node(static_outputs(nb))
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
     if links_from is not None:
         base = Path(os.path.relpath(Path(links_from).resolve(), dest.parent.resolve()))
         body = _HREF.sub(
             lambda m: f'{m.group(1)}="{posixpath.normpath((base / m.group(2)).as_posix())}"', body)
-    atomic_write(dest, body)
+    Root.declare("given", dest.parent).write(dest, body)
     return dest
 
 
@@ -303,7 +303,7 @@ def run_demo(
 
     examples = Path(examples) if examples is not None else examples_dir()
     out = Path(out) if out is not None else Path("build") / "demo"
-    if live and not any(os.environ.get(k) for k in MODEL_ENV):
+    if live and not any(trust_table.env(k) for k in MODEL_ENV):
         raise DemoError("--live needs a model: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL "
                         "for another Messages API endpoint), or drop --live to replay.")
     if not (examples / TOUR).is_file():
@@ -319,11 +319,10 @@ def run_demo(
     except Exception as exc:  # nbclient's CellExecutionError, or a kernel that died
         raise DemoError(f"The demo notebook failed; the partial run is in {copy_path}.\n{exc}") from exc
     seconds = time.monotonic() - started
-    out.mkdir(parents=True, exist_ok=True)
     import nbformat
 
     notebook = out / TOUR
-    atomic_write(notebook, nbformat.writes(static_outputs(nb)))
+    Root.declare("given", out).write(notebook, nbformat.writes(static_outputs(nb)))
     html = write_html(nb, out / "02-tour.html", links_from=examples)
     turns = sum(1 for c in nb.cells for o in c.get("outputs", [])
                 if TURN_MIME in (o.get("data") or {}))

@@ -87,6 +87,22 @@ class SymlinkRefused(InvalidPath):
     """
 
 
+class PathRefused(InvalidPath):
+    """A path the file gateway will not reach: outside every root it may be in, through a
+    link it may not follow, or a root a project file placed outside the project.
+
+    ``path`` is the path as given, ``root`` the folder it had to be in (None when there
+    was none to match) and ``why`` the reason, so callers can say it in a line of their own.
+    """
+
+    def __init__(self, message: str, *, path: str = "", root: str | None = None,
+                 why: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.root = root
+        self.why = why
+
+
 class InvalidMemory(JupyterMemoryError, ValueError):
     """Fields that cannot make a memory (empty name, unknown type, undecodable file)."""
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir import trust_table
 
 if TYPE_CHECKING:
     import anthropic
@@ -50,9 +51,9 @@ def client_settings(
     """``(api_key, auth_token, base_url, max_retries, timeout)`` a client is built from."""
     env = os.environ if env is None else env
     return (
-        env.get("ANTHROPIC_API_KEY") or None,
-        env.get("ANTHROPIC_AUTH_TOKEN") or None,
-        env.get("ANTHROPIC_BASE_URL") or None,
+        trust_table.env("ANTHROPIC_API_KEY", env) or None,
+        trust_table.env("ANTHROPIC_AUTH_TOKEN", env) or None,
+        trust_table.env("ANTHROPIC_BASE_URL", env) or None,
         max_retries,
         timeout,
     )

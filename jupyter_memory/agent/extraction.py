@@ -1,4 +1,4 @@
-"""The extraction agent: memories saved in the background after a turn (SPEC §6).
+"""The extraction agent: memories saved in the background after a turn (docs/reference.md#the-extraction-agent).
 
 After a turn whose final answer called no tool, :class:`ExtractionHook` forks the
 conversation: the same system prompt and messages as the main agent, then one user
@@ -51,10 +51,9 @@ from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
 from jupyter_memory.agent.tools import PermissionPolicy, ToolContext, ToolRegistry, ToolResult
 from jupyter_memory.context.assemble import assemble
 from jupyter_memory.context.tokens import Usage
-from jupyter_memory.errors import JupyterMemoryError
-from jupyter_memory.memdir import frontmatter
+from jupyter_memory.errors import InvalidPath, JupyterMemoryError
+from jupyter_memory.memdir import frontmatter, trust_table
 from jupyter_memory.memdir.clock import now_iso
-from jupyter_memory.memdir.fsutil import atomic_write
 from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.scan import manifest, scan
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
@@ -194,8 +193,7 @@ class WriteTrackingStore(MemoryStore):
 
     def _snapshot(self, rel: str) -> None:
         if rel not in self.before:
-            path = self.memdir / rel
-            self.before[rel] = path.read_bytes() if path.is_file() else None
+            self.before[rel] = _current(self, rel)
 
     def write_file(
         self, file: Any, text: str, *, provenance: str | None = None
@@ -219,11 +217,16 @@ class WriteTrackingStore(MemoryStore):
 
     def after(self) -> dict[str, bytes | None]:
         """The current bytes of every file this store wrote."""
-        out: dict[str, bytes | None] = {}
-        for rel in self.before:
-            path = self.memdir / rel
-            out[rel] = path.read_bytes() if path.is_file() else None
-        return out
+        return {rel: _current(self, rel) for rel in self.before}
+
+
+def _current(store: MemoryStore, rel: str) -> bytes | None:
+    """The bytes of a memdir file now (None: missing, or a link the gateway refuses)."""
+    path = store.memdir / rel
+    try:
+        return store.root.read(path) if path.is_file() else None
+    except InvalidPath:
+        return None
 
 
 # ----------------------------------------------------------------------------- the prompt
@@ -236,7 +239,7 @@ def extraction_prompt(
     """The instruction appended to the forked conversation (our own words).
 
     With ``team`` the nested team folder is writable too, and the scope rules say which
-    memories go there (SPEC §8).
+    memories go there (docs/reference.md#agent-memory).
     """
     index_step = (
         "The index MEMORY.md follows topic files with frontmatter automatically; do not "
@@ -432,7 +435,7 @@ class ExtractionHook(TurnHook):
         if self.enabled_override is not None:
             return self.enabled_override
         env = self.session.env if self.session.env is not None else os.environ
-        from_env = _flag(env.get(ENV_SWITCH))
+        from_env = _flag(trust_table.env(ENV_SWITCH, env))
         if from_env is not None:
             return from_env
         return bool(self.session.config.extraction)
@@ -689,7 +692,7 @@ class ExtractionHook(TurnHook):
                 run.created = [i.file for i in items if i.is_new]
                 run.status = "pending" if items else "nothing"
             else:
-                if team_store is not None:  # the team's rules and index (SPEC §8)
+                if team_store is not None:  # the team's rules and index (docs/reference.md#team-mode)
                     shared = [f[len("team/"):] for f in written
                               if f.startswith("team/") and (memdir / f).exists()]
                     for moved in team_store.settle(shared):  # a user memory goes private
@@ -816,12 +819,11 @@ class ExtractionHook(TurnHook):
             raise JupyterMemoryError("Memory is off for this session; switch it on to undo.")
         report = UndoReport(run.id)
         with store.writing():
-            index_path = store.memdir / INDEX_NAME
-            index_now = index_path.read_bytes() if index_path.is_file() else None
+            index_now = _current(store, INDEX_NAME)
             index_same = INDEX_NAME in run.after and index_now == run.after[INDEX_NAME]
             for file in run.files:
                 path = store.memdir / file
-                now = path.read_bytes() if path.is_file() else None
+                now = _current(store, file)
                 if now != run.after.get(file):
                     report.kept.append(file)
                     continue
@@ -830,14 +832,14 @@ class ExtractionHook(TurnHook):
                     store.forget(file)
                     report.removed.append(file)
                 else:
-                    atomic_write(path, earlier, follow_symlinks=False)
+                    store.root.write(path, earlier)
                     report.restored.append(file)
             if index_same and not report.kept and INDEX_NAME in run.before:
                 earlier_index = run.before[INDEX_NAME]
                 if earlier_index is None:
-                    index_path.unlink(missing_ok=True)
+                    store.root.remove(INDEX_NAME, missing_ok=True)
                 else:
-                    atomic_write(index_path, earlier_index, follow_symlinks=False)
+                    store.root.write(INDEX_NAME, earlier_index)
                 report.index_restored = True
         run.undone = True
         return report
@@ -847,11 +849,10 @@ def _put_back(store: WriteTrackingStore) -> None:
     """Restore every file a run wrote to the bytes it had before the run touched it."""
     with store.writing():
         for rel, earlier in store.before.items():
-            path = store.memdir / rel
             if earlier is None:
-                path.unlink(missing_ok=True)
+                store.root.remove(rel, missing_ok=True)
             else:
-                atomic_write(path, earlier, follow_symlinks=False)
+                store.root.write(rel, earlier)
 
 
 def _inside(raw: str, root: Path, real_memdir: str) -> bool:

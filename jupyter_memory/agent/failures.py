@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 
 from jupyter_memory.errors import (
@@ -19,6 +18,7 @@ from jupyter_memory.errors import (
     internal_error,
     log_internal,
 )
+from jupyter_memory.memdir import trust_table
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def describe_api_error(exc: BaseException) -> str:
     if isinstance(exc, anthropic.APITimeoutError):
         return "The model endpoint did not answer in time (timeout). Run the cell again."
     if isinstance(exc, anthropic.APIConnectionError):
-        base = os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
+        base = trust_table.env("ANTHROPIC_BASE_URL") or "api.anthropic.com"
         return (f"Could not reach the model endpoint ({base}): the connection failed or was "
                 "dropped. Check the network or ANTHROPIC_BASE_URL and run the cell again.")
     if isinstance(exc, anthropic.APIStatusError):

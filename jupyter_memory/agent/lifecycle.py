@@ -1,4 +1,4 @@
-"""Lifecycle hooks: user code that runs at fixed moments of a session (SPEC §7).
+"""Lifecycle hooks: user code that runs at fixed moments of a session (docs/reference.md#lifecycle-hooks).
 
 Two kinds, run in this order for each event:
 
@@ -308,8 +308,9 @@ def _load_commands(settings: Settings) -> list[CommandHook]:
     """The command hooks of the trusted settings files, in the reference's shape."""
     found: list[CommandHook] = []
     for src in settings.sources:
-        hooks = src.values.get("hooks")
-        if not isinstance(hooks, Mapping) or not settings.source_trusted(src.name):
+        reading = settings.reading("hooks", src.name)  # the trust table: a project's need trust
+        hooks = reading.value if reading is not None and reading.taken else None
+        if not isinstance(hooks, Mapping):
             continue
         for event in EVENTS:
             groups = hooks.get(event)

@@ -245,7 +245,7 @@ def _notice_recall_failure(turn: TurnState, prefetch: Any) -> None:
 
 
 def _consume_prefetch(turn: TurnState, *, first_call: bool) -> None:
-    """Attach prefetched memories when they are ready (SPEC §4 B timing).
+    """Attach prefetched memories when they are ready (docs/reference.md#path-b-relevance-prefetch, its timing).
 
     The reference never waits: memories found while the first call is under way join
     the conversation only before the call after a tool round, so an answer that needs
@@ -365,7 +365,7 @@ RECORD_DECISIONS = 200
 
 
 def _recall_record(session: Session, turn: TurnState, parts: PartBatch) -> dict[str, Any]:
-    """Why each memory was or was not in this turn (SPEC §11), and the selector call.
+    """Why each memory was or was not in this turn (docs/reference.md#where-this-project-differs), and the selector call.
 
     Past :data:`RECORD_DECISIONS` memories, the most telling decisions are kept and the
     rest counted in ``omitted`` (``%memory why`` lists them all). The decisions are a part

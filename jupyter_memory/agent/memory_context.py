@@ -9,6 +9,7 @@ defined agent has an :class:`AgentMemory`: the agent's own folder, no team folde
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from jupyter_memory.context.assemble import IndexPart, InstructionPart
 if TYPE_CHECKING:
     from jupyter_memory.agent.definitions import AgentDefinition
     from jupyter_memory.context.instructions import InstructionSet
+    from jupyter_memory.memdir.gateway import Root, Roots
     from jupyter_memory.memdir.location import MemoryLocation
     from jupyter_memory.memdir.store import MemoryStore
     from jupyter_memory.memdir.team import TeamLocation
@@ -46,10 +48,14 @@ class MemoryContext:
         self._mark_provenance = True
         self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
         self._team_index: IndexPart | None = None
+        self._notebook: str | None = None
+        #: The folders this session may reach (memdir/gateway.py), declared by reload().
+        self.roots: Roots
 
     # ------------------------------------------------------------------ reading
 
-    def reload(self, *, session_id: str, instruction_names: tuple[str, ...] = (),
+    def reload(self, *, session_id: str, notebook: str | None = None,
+               instruction_names: tuple[str, ...] = (),
                maintain_index: bool = False, mark_provenance: bool = True) -> None:
         """Locate the memdir and read the instruction files (session start, compaction, a
         replay that takes the recorded session id)."""
@@ -58,6 +64,7 @@ class MemoryContext:
         from jupyter_memory.memdir.team import find as find_team
 
         self._session_id = session_id
+        self._notebook = notebook
         self._maintain_index = maintain_index
         self._mark_provenance = mark_provenance
         self._ask_trust()
@@ -68,6 +75,7 @@ class MemoryContext:
 
             register(Path(self._location.memdir), Path(self._team.folder))
         self._store = None
+        self.roots = self.declare_roots()
         self._instructions = load_instructions(
             self.cwd, project_root=self._location.project_root, env=self.env,
             extra_names=instruction_names)
@@ -81,6 +89,50 @@ class MemoryContext:
                     self.cwd, project_root=self._location.project_root, env=self.env,
                     extra_names=instruction_names, external_imports=True)
         self.forget_snapshot()
+
+    def declare_roots(self) -> Roots:
+        """The folders this session may reach, each resolved once (memdir/gateway.py).
+
+        The project, the memdir, the team folder, an agent's own memory folder, the config
+        base's instruction files, the session-log folder and the notebook's folder. Every
+        path that did not come from the person typing it (a tool's argument, a record in a
+        notebook) is resolved against these; a folder a project file placed must lie inside
+        the project.
+        """
+        from jupyter_memory.memdir.gateway import Root, Roots, config_root
+        from jupyter_memory.memdir.location import transcripts_dir
+
+        project = Root.declare("project", self._location.project_root)
+        team = None if self._team is None else Root.declare("team", self._team.folder)
+        notebook = None if not self._notebook else Root.declare(
+            "notebook", Path(self._notebook).expanduser().parent)
+        return Roots((project,)).plus(
+            Root.declare("memdir", self._location.memdir), team, self._agent_root(project),
+            config_root(self.env), Root.declare("transcripts", transcripts_dir(self.cwd, self.env)),
+            notebook)
+
+    def _agent_root(self, project: Root) -> Root | None:
+        """The memory folder of the agent this session runs as (:class:`AgentMemory`)."""
+        return None
+
+    def tool_roots(self) -> Roots:
+        """What the file tools may reach: the project, the memory folder (an agent's own
+        for an agent session) and the team folder, as declared when the session started."""
+        kinds = ["project"] if self.memdir is None else ["project", "memdir", "agent", "team"]
+        roots = self.roots.only(kinds)
+        if self.memdir is not None and roots.get("agent") is not None:
+            roots = roots.only(["project", "agent"])  # an agent sees only its own memory
+        return roots
+
+    def team_notices(self) -> list[str]:
+        """Why a project's ``teamMemoryDirectory`` was not obeyed, if it was not."""
+        from jupyter_memory.errors import ConfigError
+        from jupyter_memory.memdir.team import team_location
+
+        try:
+            return list(team_location(self._location, self.env).notes)
+        except ConfigError:
+            return []
 
     def _ask_trust(self) -> None:
         """Ask the person (when a front end can) to trust a folder whose settings want to
@@ -119,6 +171,7 @@ class MemoryContext:
         if self._team is None:
             return False
         register(Path(self._location.memdir), Path(self._team.folder))
+        self.roots = self.declare_roots()
         return True
 
     def pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
@@ -167,7 +220,7 @@ class MemoryContext:
 
     @property
     def team_dir(self) -> Path | None:
-        """The team folder (SPEC §8) when team mode is on and memory is enabled."""
+        """The team folder (docs/reference.md#team-mode) when team mode is on and memory is enabled."""
         if self.memdir is None or self._team is None:
             return None
         return Path(self._team.folder)
@@ -179,17 +232,17 @@ class MemoryContext:
         memdir = self.memdir
         if memdir is None:
             return None
-        from jupyter_memory.errors import SymlinkRefused
-        from jupyter_memory.memdir.fsutil import read_no_follow
+        from jupyter_memory.errors import InvalidPath
+        from jupyter_memory.memdir.gateway import Root
         from jupyter_memory.memdir.index import INDEX_NAME, load_for_model
 
-        path = memdir / INDEX_NAME
         try:  # never through a link: it could put any file on disk into every request
-            raw = read_no_follow(path, f"The memory index {INDEX_NAME}").decode(
-                "utf-8", errors="replace")
+            raw = Root.declare("memdir", memdir).read(
+                INDEX_NAME, follow=False, what=f"The memory index {INDEX_NAME}"
+            ).decode("utf-8", errors="replace")
         except FileNotFoundError:
             raw = ""
-        except SymlinkRefused as exc:
+        except InvalidPath as exc:
             return IndexPart("", 0, 0, None, f"{INDEX_NAME} was not loaded: {exc}")
         loaded = load_for_model(raw)
         cut = "+".join(loaded.limits_hit) if loaded.limits_hit else None
@@ -201,12 +254,24 @@ class MemoryContext:
         if folder is None:
             return None
         if self._team_index is None:
+            from jupyter_memory.errors import InvalidPath
             from jupyter_memory.memdir.team import load_index
 
-            loaded = load_index(folder)
+            try:  # never through a link, as the private index
+                loaded = load_index(folder)
+            except InvalidPath as exc:
+                self._team_index = IndexPart("", 0, 0, None,
+                                             f"The team index was not loaded: {exc}")
+                return self._team_index
             cut = "+".join(loaded.limits_hit) if loaded.limits_hit else None
+            warning = loaded.warning
+            if os.path.islink(folder / "MEMORY.md"):
+                warning = ("The team index was not loaded: its MEMORY.md is a symbolic link, "
+                           "and an index is never read through a link (it could put any file "
+                           "on disk into every request). Remove the link from the team folder "
+                           "and the shared repository; the next sync rebuilds the index.")
             self._team_index = IndexPart(loaded.text, loaded.line_count, loaded.char_count, cut,
-                                         loaded.warning)
+                                         warning)
         return self._team_index
 
     def instruction_parts(self) -> list[InstructionPart]:
@@ -217,7 +282,7 @@ class MemoryContext:
 
 class AgentMemory(MemoryContext):
     """The memory of a session that runs as a defined agent: the agent's own folder for its
-    ``memory:`` scope (SPEC §8), no team folder, and a store that keeps its index."""
+    ``memory:`` scope (docs/reference.md#agent-memory), no team folder, and a store that keeps its index."""
 
     def __init__(self, cwd: Path, env: Mapping[str, str] | None,
                  definition: AgentDefinition) -> None:
@@ -226,10 +291,15 @@ class AgentMemory(MemoryContext):
 
     @property
     def memdir(self) -> Path | None:
-        """The agent's own memdir; None without ``memory:`` or when auto memory is off."""
-        if not self.enabled:
-            return None
-        return self.definition.memory_dir(self.project_root, self.env)
+        """The agent's own memdir, as declared when the session started; None without
+        ``memory:`` or when auto memory is off."""
+        root = self.roots.get("agent") if self.enabled else None
+        return None if root is None else root.path
+
+    def _agent_root(self, project: Root) -> Root | None:
+        """The agent's memory folder, declared once; ``project`` and ``local`` folders are
+        placed by the project's files, so they must really lie inside it."""
+        return self.definition.memory_root(project.path, self.env)
 
     @property
     def team_dir(self) -> Path | None:

@@ -60,6 +60,7 @@ from jupyter_memory.context.assemble import (
 from jupyter_memory.context.pricing import CostLedger
 from jupyter_memory.context.request_parts import PartStore
 from jupyter_memory.context.sdk import ModelClient
+from jupyter_memory.memdir import trust_table
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.compaction.hook import CompactionHook
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from jupyter_memory.agent.session_notes import SessionNotes
     from jupyter_memory.agent.tools.base import ToolContext, ToolRegistry
     from jupyter_memory.context.instructions import InstructionSet
+    from jupyter_memory.memdir.gateway import Roots
     from jupyter_memory.memdir.location import MemoryLocation
     from jupyter_memory.memdir.store import MemoryStore
     from jupyter_memory.recall.prefetch import Prefetch
@@ -230,7 +232,7 @@ class Session:
         It shares this session's model endpoint, background runner and cost ledger, so
         record and replay cover it and its calls are counted with the rest; it has its own
         conversation, prompt, tools, model (the agent's, else ``config``'s, by default
-        this session's) and memory (SPEC §8). Its id derives from this session's, so a
+        this session's) and memory (docs/reference.md#agent-memory). Its id derives from this session's, so a
         replayed notebook (which restores that id) gives the child the recorded one.
         """
         base = config if config is not None else self.config
@@ -310,7 +312,7 @@ class Session:
     def reload(self) -> None:
         """Re-locate the memdir and re-read instruction files (session start, a replay
         that takes the recorded session id)."""
-        self.memory.reload(session_id=self.session_id,
+        self.memory.reload(session_id=self.session_id, notebook=self.notebook,
                            instruction_names=self.config.instruction_names,
                            maintain_index=self.config.maintain_index,
                            mark_provenance=self.config.provenance)
@@ -320,6 +322,7 @@ class Session:
         """One line for each thing left out because its folder is not trusted."""
         notes = [n for n in self.memory.location.notes
                  if "not trusted" in n or "outside the project" in n]
+        notes += self.memory.team_notices()
         hooks = self.lifecycle.skipped_notice()
         if hooks:
             notes.append(hooks)
@@ -347,6 +350,16 @@ class Session:
             team = self.memory.team_dir  # a team folder just made: keep what was read
             self._tool_context.team_dir = (Path(os.path.realpath(team)) if team is not None
                                            else None)
+            self._tool_context.roots = self.tool_roots()
+
+    @property
+    def roots(self) -> Roots:
+        """The folders this session may reach (memdir/gateway.py), declared when it starts."""
+        return self.memory.roots
+
+    def tool_roots(self) -> Roots:
+        """What the file tools may reach (:meth:`MemoryContext.tool_roots`)."""
+        return self.memory.tool_roots()
 
     def context_pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
         """The instruction files and index of this session's ``messages[0]``."""
@@ -424,6 +437,7 @@ class Session:
                 team_dir=self.team_dir,
                 instructions=self.instructions,
                 permission=PermissionPolicy(mode=self.config.permission_mode),
+                roots=self.tool_roots(),
             )
         for key, value in kwargs.items():
             setattr(self._tool_context, key, value)
@@ -503,8 +517,7 @@ def _platform_name() -> str:
 
 def default_cwd(env: Mapping[str, str] | None = None) -> Path:
     """The folder a session starts in when no notebook path is known."""
-    env = os.environ if env is None else env
-    return Path(env.get("PWD") or os.getcwd())
+    return Path(trust_table.env("PWD", env) or os.getcwd())
 
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Session memory: rolling notes on the current session, kept in the background (SPEC §7).
+"""Session memory: rolling notes on the current session, kept in the background (docs/reference.md#session-memory).
 
 Once the conversation passes :data:`INIT_TOKENS`, the small model writes notes on it to
 ``<transcripts>/<session id>/session-memory/summary.md``, and refreshes them when the
@@ -28,7 +28,8 @@ from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.tokens import estimate_messages, estimate_tokens
 from jupyter_memory.errors import JupyterMemoryError
-from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir import trust_table
+from jupyter_memory.memdir.gateway import Root
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.background import BackgroundTask
@@ -141,7 +142,7 @@ def _starts_cleanly(messages: Sequence[dict[str, Any]], k: int) -> bool:
 
 
 def keep_start(messages: Sequence[dict[str, Any]], uncovered: int) -> int | None:
-    """Where the verbatim part starts: at or before ``uncovered``, by the SPEC's rules.
+    """Where the verbatim part starts: at or before ``uncovered``, by the reference's rules (docs/reference.md#session-memory).
 
     Grows backwards from the first uncovered message until it has at least
     :data:`KEEP_MIN_TOKENS` and :data:`KEEP_MIN_TEXT_MESSAGES` text messages, never past
@@ -252,7 +253,7 @@ def cap_notes(notes: str) -> str:
 
 
 class SessionNotes(TurnHook):
-    """A session's rolling notes, and the turn hook that keeps them (SPEC §7).
+    """A session's rolling notes, and the turn hook that keeps them (docs/reference.md#session-memory).
 
     ``enabled`` defaults to ``$JUPYTER_MEMORY_SESSION_MEMORY`` when set, else the session
     config's ``session_memory`` (True unless set). The notes are written by
@@ -278,7 +279,7 @@ class SessionNotes(TurnHook):
         if self._enabled is not None:
             return self._enabled
         env = self.session.env if self.session.env is not None else os.environ
-        switch = _SWITCH.get(str(env.get(ENV_SWITCH, "")).strip().lower())
+        switch = _SWITCH.get((trust_table.env(ENV_SWITCH, env) or "").strip().lower())
         if switch is not None:
             return switch
         return bool(self.session.config.session_memory)
@@ -293,10 +294,16 @@ class SessionNotes(TurnHook):
         task = self._task
         return task is not None and not task.done()
 
+    def _root(self) -> Root:
+        """The session-log folder the notes live in, as the session declared it."""
+        declared = self.session.memory.roots.get("transcripts")
+        return declared if declared is not None else Root.declare(
+            "transcripts", self.path.parent.parent.parent)
+
     def read(self) -> str | None:
         """The notes on disk, or None when there are none yet."""
         try:
-            return self.path.read_text(encoding="utf-8")
+            return self._root().text(self.path)
         except (FileNotFoundError, NotADirectoryError):
             return None
 
@@ -396,9 +403,9 @@ class SessionNotes(TurnHook):
         if not has_sections(notes) or is_empty(notes):
             raise NotesRefused("the note taker answered without notes; the old notes were kept")
         notes = cap_notes(notes)
-        path = self.path
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        atomic_write(path, notes if notes.endswith("\n") else notes + "\n", mode=0o600)
+        path, root = self.path, self._root()
+        root.make_folder(path.parent, mode=0o700)
+        root.write(path, notes if notes.endswith("\n") else notes + "\n", mode=0o600)
         # The marker is the last assistant message: tool-result messages after it may later
         # be replaced by microcompact, which would lose the marker's identity.
         self.covered = next(

@@ -895,7 +895,7 @@ class CommandContext(Generic[A]):
 
     def store_for(self, scope: str = "memdir", agent: str | None = None) -> MemoryStore:
         """The store of a ``--scope``: the project's memory, the team folder or an agent's."""
-        from jupyter_memory.memdir.scopes import scope_dir
+        from jupyter_memory.memdir.scopes import DEFAULT_AGENT, scope_root
         from jupyter_memory.memdir.store import MemoryStore
 
         base = self.project_store()
@@ -905,9 +905,9 @@ class CommandContext(Generic[A]):
             return base.team
         key = (scope, agent or DEFAULT_AGENT)
         if key not in self._stores:
-            folder = scope_dir(scope, memdir=base.memdir, project_root=self.location.project_root,
-                               agent=agent or DEFAULT_AGENT, env=self.env)
-            self._stores[key] = MemoryStore(folder, maintain_index=True)
+            root = scope_root(scope, memdir=base.memdir, project_root=self.location.project_root,
+                              agent=agent or DEFAULT_AGENT, env=self.env)
+            self._stores[key] = MemoryStore(root.path, maintain_index=True, root=root)
         store: MemoryStore = self._stores[key]
         return store
 

@@ -467,6 +467,8 @@ def _team(ctx: CommandContext[TeamArgs]) -> int:
 
     ctx.project_store()  # the magic refuses here when memory is off for the session
     team = ctx.team()
+    for note in team.notes:  # a project's setting that was not obeyed, and why
+        ctx.note(note)
     action = ctx.args.action
     if action != "clone" and ctx.args.url:
         raise CommandUsageError(f"`team {action}` takes no URL; only `team clone URL` does.")
@@ -706,7 +708,7 @@ def memory_table(memories: Sequence[Memory], ctx: CommandContext[Any] | None = N
     file."""
     if not memories:
         return "No memories yet."
-    # The scope column appears once the project has team memories (SPEC §8), the author
+    # The scope column appears once the project has team memories (docs/reference.md#team-mode), the author
     # column once a memory names who wrote it (every team write does).
     scoped = any(m.scope != "private" for m in memories)
     authored = any(m.author for m in memories)
@@ -749,7 +751,7 @@ def pending_diff(item: PendingItem, store: MemoryStore) -> str:
     path = store.memdir / item.file
     if not path.is_file():
         return f"{item.id}: new memory {item.file}\n\n{proposed}"
-    current = path.read_bytes().decode("utf-8", errors="replace")
+    current = store.root.read(path).decode("utf-8", errors="replace")
     diff = "".join(difflib.unified_diff(current.splitlines(keepends=True),
                                         proposed.splitlines(keepends=True),
                                         f"{item.file} (now)", f"{item.file} (proposed)"))

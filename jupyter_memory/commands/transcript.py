@@ -7,6 +7,7 @@ a log copied in, and the exact request bodies of a turn saved in a notebook.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -19,6 +20,8 @@ from typing import Any
 # the subcommands in the order they were registered.
 from jupyter_memory.commands import notebooks  # noqa: F401
 from jupyter_memory.commands.base import CommandContext, CommonArgs, arg, command
+from jupyter_memory.errors import InvalidPath
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.sessions.resume import (
     Resumed,
     ResumeError,
@@ -90,13 +93,14 @@ def _list_logs(ctx: CommandContext[TranscriptArgs], cwd: Path) -> int:
     from jupyter_memory.memdir.location import transcripts_dir
 
     folder = transcripts_dir(cwd, ctx.env)
-    logs = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
+    root = Root.declare("transcripts", folder)
+    logs = sorted(root.matching("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
         if folder.is_dir() else []
     rows: list[dict[str, Any]] = []
     for log in logs:
         info = log.stat()
         rows.append({"session_id": log.stem, "path": str(log), "bytes": info.st_size,
-                     "modified": _iso(info.st_mtime), "first_prompt": _first_prompt(log)})
+                     "modified": _iso(info.st_mtime), "first_prompt": _first_prompt(log, root)})
     lines = [f"{r['modified'][:16]}  {r['session_id']}  {r['bytes']:>9,} B  {r['first_prompt']}"
              for r in rows] or [f"No session logs in {folder}."]
     ctx.emit(rows, "\n".join(lines))
@@ -109,9 +113,10 @@ def _iso(mtime: float) -> str:
     return _dt.datetime.fromtimestamp(mtime, _dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _first_prompt(path: Path, max_lines: int = 200) -> str:
+def _first_prompt(path: Path, root: Root, max_lines: int = 200) -> str:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with root.reader(path) as raw, io.TextIOWrapper(
+                raw, encoding="utf-8", errors="replace") as handle:
             for n, line in enumerate(handle):
                 if n >= max_lines:
                     break
@@ -125,7 +130,7 @@ def _first_prompt(path: Path, max_lines: int = 200) -> str:
                 text = question_text(_plain(content, skip_reminders=True))
                 if text:
                     return _short(text, 70)
-    except OSError:
+    except (OSError, InvalidPath):
         return ""
     return ""
 

@@ -2,7 +2,7 @@
 
 ``assemble`` is deterministic: the same ``RequestState`` always gives a byte-identical
 body, and nothing in the prefix before the last cache breakpoint depends on the turn, so
-consecutive turns read it from the prompt cache (SPEC §5). Reading the disk (instruction
+consecutive turns read it from the prompt cache (docs/reference.md#prompt-caching). Reading the disk (instruction
 files, the index) happens before, in ``context_pieces``; ``report`` turns an assembled
 request into the per-category budget that ``%context`` shows.
 """
@@ -69,11 +69,11 @@ class RequestState:
     today: str = ""
     maintain_index: bool = True
     cache: bool = True
-    #: The team folder and its index (SPEC §8); None when the project has no team folder.
+    #: The team folder and its index (docs/reference.md#team-mode); None when the project has no team folder.
     team_dir: str | None = None
     team_index: IndexPart | None = None
     #: A defined agent's own prompt (``.claude/agents/NAME.md``): it replaces the identity,
-    #: and the agent's memory index moves into the system prompt (SPEC §8).
+    #: and the agent's memory index moves into the system prompt (docs/reference.md#agent-memory).
     agent_prompt: str | None = None
     agent_name: str | None = None
 

@@ -1,4 +1,4 @@
-"""Instruction memory: the ``CLAUDE.md`` family (SPEC §3).
+"""Instruction memory: the ``CLAUDE.md`` family (docs/reference.md#instruction-memory).
 
 People write these files; the harness sends them, whole, at the top of every request.
 This module finds them, follows their ``@path`` imports, strips HTML block comments,
@@ -18,12 +18,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jupyter_memory.errors import ConfigError
-from jupyter_memory.memdir import frontmatter
+from jupyter_memory.errors import ConfigError, PathRefused
+from jupyter_memory.memdir import frontmatter, trust_table
 from jupyter_memory.memdir.basedir import config_base, home_dir
+from jupyter_memory.memdir.gateway import Root, config_root, never_imported
 from jupyter_memory.memdir.globs import Glob
 from jupyter_memory.memdir.markdown import code_spans, fence_flags
 from jupyter_memory.memdir.project import find_project_root
+from jupyter_memory.memdir.trust_table import LOCAL, PROJECT, USER
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -70,6 +72,9 @@ class InstructionFile:
     imported_from: Path | None
     reason: str
     globs: tuple[str, ...] = ()
+    #: The file as it was read, before frontmatter and comments were cut (what a
+    #: recording snapshots), so nothing needs to read the file a second time.
+    raw: str = field(default="", compare=False, repr=False)
 
     @property
     def chars(self) -> int:
@@ -239,14 +244,14 @@ def load_instructions(
         from jupyter_memory.memdir.trust import external_imports_approved
 
         external_imports = external_imports_approved(root, env).trusted
-    loader = _Loader(home_dir(env), inside=(root, base), allow_external=external_imports)
+    loader = _Loader(home_dir(env), project=root, env=env, allow_external=external_imports)
 
     files: list[InstructionFile] = []
     pending: list[_PendingRule] = []
     if managed_path is not None:
         files += loader.load(Path(managed_path).expanduser(), "managed", "organisation policy")
     files += loader.load(base / "CLAUDE.md", "user", "user instructions")
-    for rule_path in _rule_files(base / "rules"):
+    for rule_path in _rule_files(base / "rules", loader.base):
         globs = loader.rule_globs(rule_path)
         if globs:
             pending.append(_PendingRule(_normal(rule_path), root, "user", globs))
@@ -302,13 +307,25 @@ def project_instruction_file(instructions: InstructionSet) -> Path | None:
 
 
 class _Loader:
-    """Reads instruction files once each, following imports; collects notes."""
+    """Reads instruction files once each, following imports; collects notes.
+
+    Every file is read through the gateway (``memdir/gateway.py``): the person's own
+    (managed and user files, and what they import) through a root that follows links
+    anywhere; a project file and its imports through the project (or, for a file found by
+    scanning a folder above it, that folder), where a link is followed only while it stays
+    inside. An import that leads outside the project, ``<base>`` included, needs approval
+    (``allow_external``), and :func:`~jupyter_memory.memdir.gateway.never_imported` files
+    (credentials, settings, session logs, non-markdown files in ``<base>``) are never read.
+    """
 
     def __init__(
-        self, home: Path, inside: Sequence[Path] = (), allow_external: bool = True
+        self, home: Path, project: Path, env: Mapping[str, str] | None = None,
+        allow_external: bool = True,
     ) -> None:
         self.home = home
-        self.inside = tuple(Path(os.path.realpath(p)) for p in inside)
+        self.env = env
+        self.project = Root.declare("project", project)
+        self.base = config_root(env)
         self.allow_external = allow_external
         self.seen: set[Path] = set()
         self.rules_seen: set[Path] = set()
@@ -317,24 +334,30 @@ class _Loader:
 
     def fresh(self) -> _Loader:
         """A new loader with the same home and import policy (nothing seen yet)."""
-        return _Loader(self.home, self.inside, self.allow_external)
+        return _Loader(self.home, self.project.path, self.env, self.allow_external)
 
-    def _outside(self, path: Path, scope: str, importer: Path | None) -> bool:
-        """Whether a project file at ``path`` reaches beyond what it may read unasked.
+    def _root_for(self, path: Path, scope: str, importer: Path | None) -> Root | None:
+        """The root ``path`` is read through, or None when it needs approval first.
 
         Managed and user files are the person's own. A project file may import from the
-        project and the config base; a file found by scanning may not be a link to
-        somewhere outside its own folder.
+        project; a file found by scanning may be a link only within its own folder.
+        Anything else (``<base>`` included) needs the person's approval.
         """
-        if self.allow_external or scope in ("managed", "user"):
-            return False
-        real = Path(os.path.realpath(path))
-        allowed = list(self.inside)
+        folder = Root.declare("given", path.parent, links="any", label="your own file's folder")
+        if scope in ("managed", "user"):
+            return folder
+        if self.project.contains(path):
+            return self.project
         if importer is None:  # the folder that was scanned, above any .claude/ in the path
             parts = path.parts
             cut = max((i for i, p in enumerate(parts) if p == ".claude"), default=len(parts) - 1)
-            allowed.append(Path(os.path.realpath(Path(*parts[:cut]))))
-        return not any(real == a or a in real.parents for a in allowed)
+            scanned = Root.declare("project", Path(*parts[:cut]), label="the scanned folder")
+            if scanned.contains(path):
+                return scanned
+        origin = LOCAL if scope == "local" else PROJECT
+        if trust_table.refusal("@import", origin, trusted=self.allow_external) is None:
+            return Root.declare("given", path.parent, links="any", label="an approved import")
+        return None
 
     def load(
         self,
@@ -357,10 +380,19 @@ class _Loader:
         if key in self.rules_seen or key in self.seen:
             return None
         self.rules_seen.add(key)
-        text = self._read(path, None)
+        scope = "user" if self.base.relative(path) is not None else "rule"
+        never = never_imported(path, self.env)
+        root = None if never is not None else self._root_for(path, scope, None)
+        if root is None:
+            if (path, path) not in self.skipped and never is None:
+                self.skipped.append((path, path))
+            self.notes.append(f"{path} skipped, " + (
+                never or "it is outside the project and outside imports are not approved"))
+            return None
+        text = self._read(path, None, root)
         if text is None:
             return None
-        return _rule_globs(text, path, self.notes)
+        return _rule_globs(text, path, self.notes, USER if scope == "user" else PROJECT)
 
     def _load(
         self,
@@ -379,22 +411,28 @@ class _Loader:
             if importer is not None:
                 self.notes.append(f"{importer}: import of {path} skipped, already loaded")
             return []
-        if self._outside(path, scope, importer):
+        never = never_imported(path, self.env)
+        if never is not None:
+            if path.exists():
+                self.notes.append(f"{importer or path}: {path} is never imported: {never}")
+            return []
+        root = self._root_for(path, scope, importer)
+        if root is None:
             if path.exists() and (importer or path, path) not in self.skipped:
                 self.skipped.append((importer or path, path))
                 self.notes.append(
-                    f"{importer or path}: {path} skipped, it is outside the project and the "
-                    "config folder and outside imports are not approved"
+                    f"{importer or path}: {path} skipped, it is outside the project and "
+                    "outside imports are not approved"
                 )
             return []
-        raw = self._read(path, importer)
+        raw = self._read(path, importer, root)
         if raw is None:
             return []
         self.seen.add(key)
         text = strip_html_comments(_strip_frontmatter(raw) if rule else raw)
         if not text.strip():
             return []
-        entry = InstructionFile(path, scope, text, importer, reason, globs)
+        entry = InstructionFile(path, scope, text, importer, reason, globs, raw)
         out = [entry]
         # token -> (file, its resolved path), None when not followed. The same import
         # again adds at most an "already loaded" note: a file of one token repeated costs
@@ -422,8 +460,8 @@ class _Loader:
                               key=key)
         return out
 
-    def _read(self, path: Path, importer: Path | None) -> str | None:
-        """Text of ``path``, or None (with a note when an import was wanted)."""
+    def _read(self, path: Path, importer: Path | None, root: Root) -> str | None:
+        """Text of ``path`` through ``root``, or None (with a note when an import was wanted)."""
 
         def skip(why: str) -> None:
             if importer is not None:
@@ -439,7 +477,10 @@ class _Loader:
             if path.stat().st_size > MAX_FILE_BYTES:
                 skip(f"larger than {MAX_FILE_BYTES:,} bytes")
                 return None
-            data = path.read_bytes()
+            data = root.read(path, limit=MAX_FILE_BYTES)
+        except PathRefused as exc:
+            skip(exc.why)
+            return None
         except OSError as exc:
             skip(f"unreadable ({exc.strerror or exc})")
             return None
@@ -468,7 +509,7 @@ def _scan_folder(
         label = "private project instructions" if scope == "local" else "project instructions"
         files += loader.load(folder / name, scope, f"{label}, loaded {when}")
     pending: list[_PendingRule] = []
-    for rule_path in _rule_files(folder / ".claude" / "rules"):
+    for rule_path in _rule_files(folder / ".claude" / "rules", Root.declare("project", folder)):
         globs = loader.rule_globs(rule_path)
         if globs:
             pending.append(_PendingRule(_normal(rule_path), folder, "rule", globs))
@@ -479,12 +520,16 @@ def _scan_folder(
     return files, pending
 
 
-def _rule_files(rules_dir: Path) -> list[Path]:
+def _rule_files(rules_dir: Path, root: Root) -> list[Path]:
     """Every ``*.md`` under ``rules_dir``, sorted by relative path (symlinked dirs not entered)."""
     if not rules_dir.is_dir():
         return []
     found: list[tuple[str, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(rules_dir):
+    try:
+        walk = list(root.walk(rules_dir))
+    except PathRefused:
+        return []
+    for dirpath, dirnames, filenames in walk:
         dirnames.sort()
         for name in filenames:
             if name.endswith(".md"):
@@ -624,7 +669,7 @@ def _frontmatter_span(text: str) -> tuple[str, int] | None:
     return None if parts is None else (parts.header, parts.body_start)
 
 
-def _rule_globs(text: str, path: Path, notes: list[str]) -> tuple[str, ...]:
+def _rule_globs(text: str, path: Path, notes: list[str], origin: str) -> tuple[str, ...]:
     """The ``paths:`` patterns of a rule; empty means the rule loads at start."""
     span = _frontmatter_span(text)
     if span is None:
@@ -634,7 +679,7 @@ def _rule_globs(text: str, path: Path, notes: list[str]) -> tuple[str, ...]:
     except frontmatter.FrontmatterError as exc:
         notes.append(f"{exc}; loaded as a rule without paths:")
         return ()
-    value = data.get("paths") if isinstance(data, dict) else None
+    value = trust_table.value("paths", data, origin) if isinstance(data, dict) else None
     if value is None:
         return ()
     if isinstance(value, str):

@@ -1,4 +1,4 @@
-"""Model limits and the context thresholds derived from them (SPEC §7).
+"""Model limits and the context thresholds derived from them (docs/reference.md#compaction).
 
 One table holds every model's context window and maximum output; every threshold the
 project shows or acts on (effective window, warning, autocompact, blocking, the
@@ -7,9 +7,10 @@ autocompact buffer) is computed from it here and nowhere else.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+
+from jupyter_memory.memdir import trust_table
 
 #: The Sonnet model this project uses by default.
 DEFAULT_SONNET = "claude-sonnet-5-5"
@@ -114,8 +115,7 @@ def unknown_model_note(name: str) -> str | None:
 
 def default_model(env: Mapping[str, str] | None = None) -> str:
     """The main model: ``JUPYTER_MEMORY_MODEL``, else :data:`DEFAULT_MODEL`."""
-    env = os.environ if env is None else env
-    return env.get("JUPYTER_MEMORY_MODEL") or DEFAULT_MODEL
+    return trust_table.env("JUPYTER_MEMORY_MODEL", env) or DEFAULT_MODEL
 
 
 def default_small_model(env: Mapping[str, str] | None = None) -> str:
@@ -125,8 +125,7 @@ def default_small_model(env: Mapping[str, str] | None = None) -> str:
     It does not follow ``JUPYTER_MEMORY_MODEL``: the reference picks its selector's model
     whatever the main model is.
     """
-    env = os.environ if env is None else env
-    return env.get("JUPYTER_MEMORY_SMALL_MODEL") or DEFAULT_SMALL_MODEL
+    return trust_table.env("JUPYTER_MEMORY_SMALL_MODEL", env) or DEFAULT_SMALL_MODEL
 
 
 @dataclass(frozen=True)
@@ -161,7 +160,7 @@ class Thresholds:
 
 
 def thresholds(info: ModelInfo, max_output_tokens: int | None = None) -> Thresholds:
-    """The SPEC §7 levels: for a 200K window, 180K / 147K / 167K / 177K."""
+    """The compaction levels (docs/reference.md#compaction): for a 200K window, 180K / 147K / 167K / 177K."""
     out = info.max_output_tokens if max_output_tokens is None else max_output_tokens
     effective = info.context_window - min(out, SUMMARY_OUTPUT_RESERVE)
     autocompact = effective - AUTOCOMPACT_MARGIN

@@ -29,6 +29,7 @@ from typing import Any
 
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir.gateway import person_root
 
 PRICING_SOURCE = "https://platform.claude.com/docs/en/about-claude/pricing"
 PRICING_DATE = "2026-12-01"
@@ -300,7 +301,7 @@ def notebook_ledger(path: str | Path) -> tuple[CostLedger, str]:
     """
     path = Path(path)
     try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
+        nb = json.loads(person_root(path).text(path))  # the notebook the person named
     except FileNotFoundError:
         raise CostError(f"{path}: no such notebook. Give the path of a saved .ipynb file.") from None
     except (OSError, ValueError) as exc:

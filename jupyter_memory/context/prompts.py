@@ -2,7 +2,7 @@
 
 Everything here is a pure function of its arguments and free of timestamps, because it
 sits at the front of every request and must stay byte-identical between turns for the
-prompt cache to hold (SPEC §5).
+prompt cache to hold (docs/reference.md#prompt-caching).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ memory still helps in situations nobody foresaw. Write dates as absolute dates \
 
 def memory_types_text(*, team: bool = False) -> str:
     """The four types; in team mode each says, in a ``<scope>`` tag, where it belongs, as
-    the reference's combined prompt does (SPEC §8)."""
+    the reference's combined prompt does (docs/reference.md#agent-memory)."""
     lines = ["Each memory has one of four types:", ""]
     for name, description, scope in _TYPES:
         lines.append(f"- **{name}**: {description}"
@@ -169,7 +169,7 @@ def memory_rules(
     """The memory section of the system prompt for recall ``mode`` (index or prefetch).
 
     With a ``team_dir`` the rules also say where the team folder is, and each type says
-    in a ``<scope>`` tag whether it belongs there (SPEC §8).
+    in a ``<scope>`` tag whether it belongs there (docs/reference.md#team-mode).
     """
     how = MEMORY_HOW_TO_SAVE_INDEXED if mode == "index" else MEMORY_HOW_TO_SAVE_PREFETCH
     where = (
@@ -280,7 +280,7 @@ def agent_system_prompt(name: str, prompt: str) -> str:
 
 
 def agent_index_block(memdir: str, index_text: str, warning: str | None) -> str:
-    """A defined agent's memory index, placed in its system prompt (SPEC §8)."""
+    """A defined agent's memory index, placed in its system prompt (docs/reference.md#agent-memory)."""
     body = index_text.strip() or "(your agent memory is empty: nothing saved yet)"
     head = (f"# Your agent memory index\n\nContents of {memdir}/MEMORY.md (this memory belongs "
             "to you as this agent, across sessions; read topic files on demand):")

@@ -40,6 +40,7 @@ from typing import Any
 
 from jupyter_memory.context.part_refs import REF_KEY, TEXT_PART_MIN, refer, resolve
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir.gateway import package_root
 
 __all__ = [
     "ELSEWHERE",
@@ -407,5 +408,5 @@ def readable(record: Mapping[str, Any], lookup: Lookup | None = None, *,
 
 def turn_record_schema() -> dict[str, Any]:
     """The JSON Schema of the turn record this package writes, as a dict."""
-    schema: dict[str, Any] = json.loads(TURN_RECORD_SCHEMA.read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(package_root().text(TURN_RECORD_SCHEMA))
     return schema

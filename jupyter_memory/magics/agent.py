@@ -57,6 +57,7 @@ from jupyter_memory.magics.cells import cell_log_for, is_agent_cell
 from jupyter_memory.magics.cells import quiet as quiet_cells
 from jupyter_memory.magics.commands import magic_doc, usage_error
 from jupyter_memory.magics.state import session_for, state_for
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.sessions import recording as record
 from jupyter_memory.sessions.resume import (
     ResumeError,
@@ -159,10 +160,11 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
 
     def session(self) -> Session:
         session = session_for(self.shell, self.agent_config())
-        if not self._env_replay_done and os.environ.get(record.REPLAY_ENV):
+        replay = trust_table.env(record.REPLAY_ENV)
+        if not self._env_replay_done and replay:
             self._env_replay_done = True
             try:
-                self._start_replay(session, os.environ[record.REPLAY_ENV], from_env=True)
+                self._start_replay(session, replay, from_env=True)
             except JupyterMemoryError as exc:
                 raise UsageError(f"{record.REPLAY_ENV}: {exc}") from None
             session = session_for(self.shell, self.agent_config())
@@ -174,7 +176,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
 
         It shares the main session's model endpoint, background runner and cost ledger (so
         record and replay cover it too) but has its own prompt, tools, conversation and
-        memory (SPEC §8).
+        memory (docs/reference.md#agent-memory).
         """
         from jupyter_memory.agent.definitions import load_agent
 
@@ -346,8 +348,9 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             else:
                 print("Nothing is being recorded.")
             return
-        if os.environ.get(record.REPLAY_ENV):
-            name = current.recording.path.name if current is not None else os.environ[record.REPLAY_ENV]
+        replay = trust_table.env(record.REPLAY_ENV)
+        if replay:
+            name = current.recording.path.name if current is not None else replay
             print(f"{record.REPLAY_ENV} is set: replaying {name} instead of recording.")
             return
         path = self._path_arg(session, target)

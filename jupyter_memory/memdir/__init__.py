@@ -1,1 +1,1 @@
-"""Storage: where memory lives and the one write path (SPEC §2)."""
+"""Storage: where memory lives and the one write path (docs/reference.md#the-memdir)."""

@@ -17,6 +17,7 @@ too many or too large files) is refused as a whole before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import io
@@ -31,7 +32,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from jupyter_memory.errors import InvalidPath, JupyterMemoryError, SecretRefused
-from jupyter_memory.memdir.fsutil import atomic_write, refuse_symlink
+from jupyter_memory.memdir.fsutil import refuse_symlink
+from jupyter_memory.memdir.gateway import Root, person_root
 from jupyter_memory.memdir.guard import check_no_secrets
 from jupyter_memory.memdir.index import INDEX_NAME, parse_index, upsert_entry
 from jupyter_memory.memdir.store import MemoryStore, check_file_name, masked_file_name
@@ -105,19 +107,20 @@ class ImportReport:
                 "index": self.index}
 
 
-def memdir_files(memdir: Path) -> list[tuple[str, Path]]:
+def memdir_files(memdir: Path | Root) -> list[tuple[str, Path]]:
     """Visible regular files under ``memdir`` (no hidden part, no symlinks), sorted."""
+    root = memdir if isinstance(memdir, Root) else Root.declare("memdir", memdir)
     found: list[tuple[str, Path]] = []
-    if not memdir.is_dir():
+    if not root.is_dir(""):
         return found
-    for folder, dirs, files in os.walk(memdir):
+    for folder, dirs, files in root.walk():
         dirs[:] = [d for d in dirs if not d.startswith(".")
                    and not os.path.islink(os.path.join(folder, d))]
         for name in files:
             path = Path(folder) / name
             if name.startswith(".") or path.is_symlink() or not path.is_file():
                 continue
-            found.append((path.relative_to(memdir).as_posix(), path))
+            found.append((path.relative_to(root.real).as_posix(), path))
     return sorted(found)
 
 
@@ -137,13 +140,13 @@ def export_memdir(memdir: Path, dest: Path, *, overwrite: bool = False) -> Expor
         raise ArchiveError(f"{dest} already exists. Choose another name or pass -f to replace it.")
     if dest.suffix.lower() != ".zip":
         raise ArchiveError(f"{dest} does not end in .zip; name the export file *.zip.")
-    files = memdir_files(memdir)
+    root = Root.declare("memdir", memdir)
+    files = memdir_files(root)
     entries = []
-    buffer = io.BytesIO()
     total = 0
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(buffer := io.BytesIO(), "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for rel, path in files:
-            data = path.read_bytes()
+            data = root.read(path)
             st = path.stat()
             info = zipfile.ZipInfo(rel, date_time=_zip_time(st.st_mtime))
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -158,7 +161,7 @@ def export_memdir(memdir: Path, dest: Path, *, overwrite: bool = False) -> Expor
         info = zipfile.ZipInfo(MANIFEST_NAME, date_time=_zip_time(time.time()))
         info.compress_type = zipfile.ZIP_DEFLATED
         archive.writestr(info, json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
-    atomic_write(dest, buffer.getvalue())
+    person_root(dest).write(dest, buffer.getvalue())  # the file the person named
     return ExportReport(dest, len(files), total)
 
 
@@ -214,14 +217,14 @@ def _check_clashes(path: Path, names: list[str]) -> None:
 
 def _read_archive(path: Path) -> tuple[dict[str, bytes], dict[str, Any]]:
     """Every member's bytes, checked, and the manifest (empty when there is none)."""
-    try:
-        archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError) as exc:
-        raise ArchiveError(
-            f"{path} is not a readable zip file ({exc}). Check that it is a memory export "
-            "(made with `jupyter-memory export` or `%memory export`) and was copied whole."
-        ) from None
-    with archive:
+    with contextlib.ExitStack() as opened:
+        try:  # the archive the person named
+            archive = opened.enter_context(person_root(path).open_zip(path))
+        except (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError) as exc:
+            raise ArchiveError(
+                f"{path} is not a readable zip file ({exc}). Check that it is a memory export "
+                "(made with `jupyter-memory export` or `%memory export`) and was copied whole."
+            ) from None
         infos = [i for i in archive.infolist() if not i.is_dir()]
         _check_clashes(path, [i.filename.rstrip("/") for i in infos])
         if len(infos) > MAX_FILES:
@@ -301,8 +304,8 @@ def _check_target(store: MemoryStore, rel: str, path: Path) -> None:
         probe = probe.parent
 
 
-def _write(path: Path, data: bytes, mtime_ns: int | None) -> None:
-    atomic_write(path, data, follow_symlinks=False)
+def _write(store: MemoryStore, path: Path, data: bytes, mtime_ns: int | None) -> None:
+    store.root.write(path, data)
     if mtime_ns is not None:
         os.utime(path, ns=(mtime_ns, mtime_ns))
 
@@ -330,15 +333,15 @@ def import_archive(store: MemoryStore, archive: Path, *, overwrite: bool = False
             targets[rel] = path
         for rel, path in targets.items():
             data = members[rel]
-            current = path.read_bytes() if path.is_file() else None
+            current = store.root.read(path) if path.is_file() else None
             if current is None:
-                _write(path, data, mtimes.get(rel))
+                _write(store, path, data, mtimes.get(rel))
                 report.added.append(rel)
                 added.append(rel)
             elif current == data:
                 report.identical.append(rel)
             elif overwrite:
-                _write(path, data, mtimes.get(rel))
+                _write(store, path, data, mtimes.get(rel))
                 report.overwritten.append(rel)
                 added.append(rel)
             else:
@@ -356,9 +359,9 @@ def _import_index(store: MemoryStore, data: bytes, added: list[str], mtime_ns: i
         return "unchanged (the archive's index looks like it holds a credential)"
     path = store.index_path
     if not path.exists():
-        _write(path, data, mtime_ns)
+        _write(store, path, data, mtime_ns)
         return "written"
-    current = path.read_bytes()
+    current = store.root.read(INDEX_NAME, follow=False)
     if current == data:
         return "unchanged"
     incoming = parse_index(data.decode("utf-8", errors="replace"))

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jupyter_memory.errors import ConfigError
+from jupyter_memory.memdir import trust_table
 
 __all__ = ["ENV_CONFIG_DIR", "config_base", "home_dir", "validate_memory_dir"]
 
@@ -23,14 +24,14 @@ def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
 
 def home_dir(env: Mapping[str, str] | None = None) -> Path:
     """The user's home, from ``HOME`` in *env* so tests can point it at a temp folder."""
-    home = _environ(env).get("HOME")
+    home = trust_table.env("HOME", _environ(env))
     return Path(home) if home else Path(os.path.expanduser("~"))
 
 
 def config_base(env: Mapping[str, str] | None = None) -> Path:
     """``CLAUDE_CONFIG_DIR`` when set, else ``~/.claude``: the root of every per-user file."""
     environ = _environ(env)
-    raw = environ.get(ENV_CONFIG_DIR)
+    raw = trust_table.env(ENV_CONFIG_DIR, environ)
     if not raw:
         return home_dir(environ) / ".claude"
     if raw == "~" or raw.startswith("~/"):

@@ -1,4 +1,4 @@
-"""Checking and repairing a memdir (SPEC §10 weak points 1 and 2).
+"""Checking and repairing a memdir (docs/reference.md#known-weak-points, weak points 1 and 2).
 
 :func:`doctor` reports what would make memories invisible or confusing: topic files the
 index does not point at ("ghosts" that index-mode recall never sees), pointers to files
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat as stat_mod
 import time
 from collections import defaultdict
@@ -26,7 +25,8 @@ from typing import Any, Literal
 
 from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir import frontmatter
-from jupyter_memory.memdir.fsutil import LOCK_NAME, atomic_write, is_temp_file
+from jupyter_memory.memdir.fsutil import LOCK_NAME, is_temp_file
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.guard import find_secrets
 from jupyter_memory.memdir.index import (
     INDEX_NAME,
@@ -111,20 +111,22 @@ class RepairReport:
 # --------------------------------------------------------------------------- doctor
 
 
-def _read_full(path: Path) -> tuple[str | None, str | None, bool]:
-    """(text, read error, valid UTF-8) for a whole file."""
+def _read_full(path: Path, root: Root) -> tuple[str | None, str | None, bool]:
+    """(text, read error, valid UTF-8) for a whole file of the memdir ``root``."""
     try:
-        raw = path.read_bytes()
+        raw = root.read(path)
     except OSError as exc:
         return None, exc.strerror or type(exc).__name__, False
+    except InvalidPath as exc:
+        return None, str(exc), False
     try:
         return raw.decode("utf-8"), None, True
     except UnicodeDecodeError:
         return raw.decode("utf-8", errors="replace"), None, False
 
 
-def _file_findings(memory: Memory) -> tuple[list[Finding], frontmatter.Document | None]:
-    text, error, utf8 = _read_full(memory.path)
+def _file_findings(memory: Memory, root: Root) -> tuple[list[Finding], frontmatter.Document | None]:
+    text, error, utf8 = _read_full(memory.path, root)
     if text is None:
         return [
             Finding(
@@ -354,7 +356,7 @@ def doctor(
 ) -> list[Finding]:
     """Every problem found in the store's memdir (and orphaned project memdirs), worst first.
 
-    The private store's doctor leaves team memories (SPEC §8) to the team folder's own
+    The private store's doctor leaves team memories (docs/reference.md#team-mode) to the team folder's own
     index; the team folder's store (``--scope team``) checks that index against the team
     files and lists held-back files and conflict copies, which stay out of it.
     """
@@ -364,7 +366,7 @@ def doctor(
     kept_out = _kept_out(store)
     docs: dict[str, frontmatter.Document] = {}
     for memory in memories:
-        found, doc = _file_findings(memory)
+        found, doc = _file_findings(memory, store.root)
         findings.extend(found)
         if doc is not None:
             docs[memory.file] = doc
@@ -484,7 +486,7 @@ def _stale_temp_files(memdir: Path, now: float | None = None) -> list[str]:
     """Leftover ``.name.*.tmp`` files of interrupted atomic writes, oldest first."""
     now = time.time() if now is None else now
     found: list[tuple[float, str]] = []
-    for folder, dirs, names in os.walk(memdir):
+    for folder, dirs, names in Root.declare("memdir", memdir).walk():
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in names:
             if not is_temp_file(name):
@@ -495,7 +497,8 @@ def _stale_temp_files(memdir: Path, now: float | None = None) -> list[str]:
             except OSError:
                 continue
             if stat_mod.S_ISREG(st.st_mode) and now - st.st_mtime > STALE_TEMP_SECONDS:
-                found.append((st.st_mtime, os.path.relpath(path, memdir).replace(os.sep, "/")))
+                rel = os.path.relpath(path, os.path.realpath(memdir))
+                found.append((st.st_mtime, rel.replace(os.sep, "/")))
     return [rel for _, rel in sorted(found)]
 
 
@@ -515,10 +518,10 @@ def _free_name(memdir: Path, rel: str) -> str:
         n += 1
 
 
-def _same_bytes(a: Path, b: Path) -> bool:
+def _same_bytes(a: Path, a_root: Root, b: Path, b_root: Root) -> bool:
     try:
-        return a.stat().st_size == b.stat().st_size and a.read_bytes() == b.read_bytes()
-    except OSError:
+        return a.stat().st_size == b.stat().st_size and a_root.read(a) == b_root.read(b)
+    except (OSError, InvalidPath):
         return False
 
 
@@ -534,25 +537,25 @@ def _reattach(store: MemoryStore, source: Path, report: RepairReport) -> None:
         raise InvalidPath(f"{source} is this project's own memdir; there is nothing to reattach.")
     if real_target.startswith(real_source + os.sep) or real_source.startswith(real_target + os.sep):
         raise InvalidPath(f"{source} and {store.memdir} are nested; choose a separate memdir.")
-    old_index = parse_index(MemoryStore(source).read_index())
+    old = MemoryStore(source)
+    old_index = parse_index(old.read_index())
     index_text = store.read_index_for_edit()
     before = index_text
     for entry in sorted(list_files(source), key=lambda f: f.file):
         target_rel = entry.file
         target = store.memdir / target_rel
-        if target.exists() and _same_bytes(entry.path, target):
+        if target.exists() and _same_bytes(entry.path, old.root, target, store.root):
             report.fixed.append(f"{entry.file} was already here with the same content; kept once")
             continue
         target_rel = _free_name(store.memdir, target_rel)
         target = store.memdir / target_rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(entry.path), str(target))
+        old.root.move(entry.path, target, to=store.root, replace=False)
         report.moved.append((str(entry.path), target_rel))
         pointer = old_index.find(entry.file)
         if pointer is not None and parse_index(index_text).find(target_rel) is None:
             index_text = upsert_entry(index_text, target_rel, pointer.title, pointer.hook)
     if index_text != before:
-        atomic_write(store.index_path, index_text.encode("utf-8", errors="surrogateescape"))
+        store.root.write(INDEX_NAME, index_text.encode("utf-8", errors="surrogateescape"))
     if report.moved:
         report.fixed.append(
             f"moved {len(report.moved)} memories from {source} into {store.memdir}; "
@@ -617,11 +620,10 @@ def repair(
         text = edit_entries(before, remove=missing, dedupe=True, add=add)
         for rel in _stale_temp_files(store.memdir):
             with contextlib.suppress(FileNotFoundError):
-                (store.memdir / rel).unlink()
+                store.root.remove(store.memdir / rel)
                 report.fixed.append(f"deleted {rel}, the leftover of an interrupted write")
         if text != before:
-            atomic_write(store.index_path, text.encode("utf-8", errors="surrogateescape"),
-                         follow_symlinks=False)
+            store.root.write(INDEX_NAME, text.encode("utf-8", errors="surrogateescape"))
     report.left = doctor(store, env=env)
     return report
 
@@ -638,12 +640,11 @@ def _repair_team(store: MemoryStore, env: Mapping[str, str] | None) -> RepairRep
         shown, hidden = folder_memories(store.memdir, store.list())
         merge = reconcile(before, shown, hidden=hidden, exists=exists_in(store.memdir))
         if merge.changed:
-            atomic_write(store.index_path, merge.text.encode("utf-8", errors="surrogateescape"),
-                         follow_symlinks=False)
+            store.root.write(INDEX_NAME, merge.text.encode("utf-8", errors="surrogateescape"))
         report.fixed += merge.notes()
         for rel in _stale_temp_files(store.memdir):
             with contextlib.suppress(FileNotFoundError):
-                (store.memdir / rel).unlink()
+                store.root.remove(rel)
                 report.fixed.append(f"deleted {rel}, the leftover of an interrupted write")
     report.left = doctor(store, env=env)
     return report

@@ -2,7 +2,7 @@
 
 Ages are whole days because models judge "47 days old" far better than a timestamp.
 A memory two or more days old reaches the model behind a reminder that it is a
-point-in-time note, not live state (SPEC §4, "Freshness caveat").
+point-in-time note, not live state (docs/reference.md#freshness, "Freshness caveat").
 """
 
 from __future__ import annotations

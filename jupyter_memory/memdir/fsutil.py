@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from jupyter_memory.errors import LockTimeout, SymlinkRefused
 from jupyter_memory.memdir.locking import LOCKS, NOFOLLOW
@@ -342,27 +343,34 @@ def _read_holder(lock_path: Path) -> int | None:
 
 
 def read_head(
-    path: str | os.PathLike[str], max_lines: int = 30, *, max_bytes: int = 64 * 1024
+    path: str | os.PathLike[str] | IO[bytes], max_lines: int = 30, *, max_bytes: int = 64 * 1024
 ) -> str:
     """The first ``max_lines`` lines of a file, reading at most ``max_bytes`` bytes.
 
     Scanning a memdir only needs each file's frontmatter, so this never reads a whole
     (possibly huge) file. Line endings are kept. Bytes that are not UTF-8 become U+FFFD,
     and a multi-byte character cut by the byte limit is dropped rather than mangled.
-    Raises ``OSError`` (e.g. ``FileNotFoundError``) when the file cannot be read.
+    ``path`` may be a file already open for reading in binary (the gateway's). Raises
+    ``OSError`` (e.g. ``FileNotFoundError``) when the file cannot be read.
     """
     if max_lines <= 0 or max_bytes <= 0:
         return ""
+    if not isinstance(path, (str, os.PathLike)):
+        return _head_of(path, max_lines, max_bytes)
+    with open(path, "rb") as handle:
+        return _head_of(handle, max_lines, max_bytes)
+
+
+def _head_of(handle: IO[bytes], max_lines: int, max_bytes: int) -> str:
     chunks: list[bytes] = []
     size = newlines = 0
-    with open(path, "rb") as handle:
-        while size < max_bytes and newlines < max_lines:
-            chunk = handle.read(min(8192, max_bytes - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            newlines += chunk.count(b"\n")
+    while size < max_bytes and newlines < max_lines:
+        chunk = handle.read(min(8192, max_bytes - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        newlines += chunk.count(b"\n")
     raw = b"".join(chunks)
     if newlines >= max_lines:
         cut = -1

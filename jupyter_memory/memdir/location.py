@@ -1,4 +1,4 @@
-"""Where things live: the memdir, the per-project folder and the transcripts (SPEC §2).
+"""Where things live: the memdir, the per-project folder and the transcripts (docs/reference.md#location-and-key).
 
 The location rules copy the reference exactly, because people use this project next to
 Claude Code and both must find the same files: the project folder name is the project
@@ -16,13 +16,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.basedir import (
     _environ,
     config_base,
     home_dir,
     validate_memory_dir,
 )
-from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.project import canonical_root, git_toplevel, start_folder
 
 MAX_KEY_LENGTH = 200
@@ -110,7 +111,7 @@ def project_dir(root: Path, env: Mapping[str, str] | None = None) -> Path:
     try:
         matches = sorted(
             entry.name
-            for entry in os.scandir(base)
+            for entry in Root.declare("projects", base).scandir()
             if entry.name.startswith(prefix) and entry.is_dir()
         )
     except OSError:
@@ -162,7 +163,7 @@ class MemoryLocation:
 
 
 def _enabled_from_env(environ: Mapping[str, str]) -> tuple[bool | None, str, str | None]:
-    raw = environ.get(ENV_DISABLE)
+    raw = trust_table.env(ENV_DISABLE, environ)
     if raw is None:
         return None, "", None
     value = raw.strip().lower()
@@ -197,7 +198,7 @@ def locate(project: Path | None = None, env: Mapping[str, str] | None = None) ->
     notes = list(settings.warnings)
     pdir = project_dir(root, environ)
 
-    env_dir = environ.get(ENV_MEMORY_DIR)
+    env_dir = trust_table.env(ENV_MEMORY_DIR, environ)
     chosen = None if env_dir else settings.memory_directory()
     if env_dir:
         memdir = validate_memory_dir(
@@ -246,7 +247,7 @@ def locate(project: Path | None = None, env: Mapping[str, str] | None = None) ->
 
 def _recorded_root(pdir: Path) -> Path | None:
     try:
-        data = json.loads((pdir / REGISTRY_FILENAME).read_text(encoding="utf-8"))
+        data = json.loads(Root.declare("projects", pdir).text(REGISTRY_FILENAME))
     except (OSError, ValueError):
         return None
     root = data.get("project_root") if isinstance(data, dict) else None
@@ -265,7 +266,8 @@ def record_project_root(project_dir: Path, project_root: Path) -> None:
         "project_root": str(project_root),
         "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    atomic_write(project_dir / REGISTRY_FILENAME, json.dumps(payload, indent=2) + "\n")
+    Root.declare("projects", project_dir).write(REGISTRY_FILENAME,
+                                                json.dumps(payload, indent=2) + "\n")
 
 
 def iter_project_dirs(
@@ -274,7 +276,8 @@ def iter_project_dirs(
     """Every ``<base>/projects/<key>`` folder, in name order, with its recorded root or None."""
     base = projects_dir(env)
     try:
-        names = sorted(entry.name for entry in os.scandir(base) if entry.is_dir())
+        names = sorted(entry.name for entry in Root.declare("projects", base).scandir()
+                       if entry.is_dir())
     except OSError:
         return
     for name in names:

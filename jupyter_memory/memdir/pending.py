@@ -19,17 +19,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.errors import JupyterMemoryError, MemoryNotFound
+from jupyter_memory.errors import InvalidPath, JupyterMemoryError, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.clock import now_iso
-from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.index import INDEX_NAME, parse_index, upsert_entry
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
 
@@ -65,13 +63,14 @@ class PendingItem:
     hook: str | None
     session_id: str | None
     path: Path  # the editable proposed text
+    memdir: Root  # the memdir it lives in (its ``.pending/`` folder), read through the gateway
 
     @property
     def is_new(self) -> bool:
         return self.base is None
 
     def text(self) -> str:
-        return self.path.read_bytes().decode("utf-8", errors="replace")
+        return self.memdir.read(self.path).decode("utf-8", errors="replace")
 
     def description(self) -> str:
         doc = frontmatter.parse(self.text())
@@ -89,24 +88,25 @@ class PendingArea:
     def __init__(self, memdir: Path | str) -> None:
         self.memdir = Path(memdir)
         self.root = self.memdir / PENDING_DIR
+        #: The memdir as a gateway root: stages and items live below it, never through a link.
+        self.gate = Root.declare("memdir", self.memdir)
 
     # ------------------------------------------------------------------ stages
 
     def stage(self) -> Path:
         """A fresh private copy of the memdir's visible files for one extraction run."""
         stage = self.root / f"{_STAGE_PREFIX}{uuid.uuid4().hex[:12]}"
-        stage.mkdir(parents=True)
-        for source, rel in _visible_files(self.memdir):
-            target = stage / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
+        self.gate.make_folder(stage)
+        for source, rel in _visible_files(self.gate):
+            self.gate.copy(source, stage / rel)
         return stage
 
     def drop_stage(self, stage: Path) -> None:
         """Delete a stage (only ever a folder this area made)."""
         stage = Path(stage)
         if stage.parent == self.root and stage.name.startswith(_STAGE_PREFIX):
-            shutil.rmtree(stage, ignore_errors=True)
+            with contextlib.suppress(OSError, InvalidPath):
+                self.gate.remove_folder(stage, tree=True)
 
     def collect(
         self, stage: Path, before: dict[str, bytes | None], *, run: str,
@@ -118,7 +118,7 @@ class PendingArea:
         (``None`` for files it created). Files whose final text equals what they were are
         not proposed; the index is never proposed (accepting an item adds its pointer).
         """
-        staged_index = parse_index(_read(stage / INDEX_NAME) or "")
+        staged_index = parse_index(_read(self.gate, stage / INDEX_NAME) or "")
         items: list[PendingItem] = []
         for rel in sorted(before):
             if rel == INDEX_NAME:
@@ -126,7 +126,7 @@ class PendingArea:
             path = stage / rel
             if not path.is_file():
                 continue
-            data = path.read_bytes()
+            data = self.gate.read(path)
             if data == before[rel]:
                 continue
             entry = staged_index.find(rel)
@@ -146,9 +146,9 @@ class PendingArea:
         item_id = self._new_id(session_id, run, file)
         meta = {"file": file, "run": run, "created": now_iso("seconds"), "base": fingerprint(base),
                 "title": title, "hook": hook, "session_id": session_id}
-        atomic_write(self.root / f"{item_id}.md", data)
-        atomic_write(self.root / f"{item_id}.json",
-                     json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
+        self.gate.write(self.root / f"{item_id}.md", data)
+        self.gate.write(self.root / f"{item_id}.json",
+                        json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
         return self._item(item_id, meta)
 
     def _new_id(self, session_id: str | None, run: str, file: str) -> str:
@@ -168,17 +168,17 @@ class PendingArea:
         return PendingItem(item_id, str(meta["file"]), str(meta.get("run", "")),
                            str(meta.get("created", "")), meta.get("base"), meta.get("title"),
                            meta.get("hook"), meta.get("session_id"),
-                           self.root / f"{item_id}.md")
+                           self.root / f"{item_id}.md", self.gate)
 
     def list(self) -> list[PendingItem]:
         """Every pending item, oldest first (unreadable leftovers are skipped)."""
         items: list[PendingItem] = []
         if not self.root.is_dir():
             return items
-        for meta_path in self.root.glob("*.json"):
+        for meta_path in self.gate.matching("*.json", self.root):
             try:
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                meta = json.loads(self.gate.text(meta_path))
+            except (OSError, ValueError, InvalidPath):
                 continue
             if isinstance(meta, dict) and "file" in meta and meta_path.with_suffix(".md").is_file():
                 items.append(self._item(meta_path.stem, meta))
@@ -202,8 +202,7 @@ class PendingArea:
         """Throw a proposed memory away; the memdir is not touched."""
         item = self.get(item_id)
         for suffix in (".md", ".json"):
-            with contextlib.suppress(FileNotFoundError):
-                (self.root / f"{item.id}{suffix}").unlink()
+            self.gate.remove(self.root / f"{item.id}{suffix}", missing_ok=True)
         return item
 
     def accept(self, item_id: str, store: MemoryStore, *, force: bool = False) -> WriteResult:
@@ -217,7 +216,7 @@ class PendingArea:
         text = item.text()
         with store.writing():
             path = store.resolve(item.file)
-            current = path.read_bytes() if path.exists() else None
+            current = store.root.read(path) if path.exists() else None
             if fingerprint(current) != item.base and not force:
                 state = "was created" if item.base is None else "changed"
                 raise PendingConflict(
@@ -244,24 +243,24 @@ def _field(doc: frontmatter.Document, key: str) -> str | None:
     return " ".join(str(value).split()) or None
 
 
-def _read(path: Path) -> str | None:
+def _read(root: Root, path: Path) -> str | None:
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except OSError:
+        return root.read(path).decode("utf-8", errors="replace")
+    except (OSError, InvalidPath):
         return None
 
 
-def _visible_files(memdir: Path) -> list[tuple[Path, str]]:
+def _visible_files(memdir: Root) -> list[tuple[Path, str]]:
     """Regular files under ``memdir`` whose path has no hidden part, with relative names."""
     found: list[tuple[Path, str]] = []
-    if not memdir.is_dir():
+    if not memdir.is_dir(""):
         return found
-    for folder, dirs, files in os.walk(memdir):
+    for folder, dirs, files in memdir.walk():
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         base = Path(folder)
         for name in sorted(files):
             path = base / name
             if name.startswith(".") or path.is_symlink() or not path.is_file():
                 continue
-            found.append((path, path.relative_to(memdir).as_posix()))
+            found.append((path, path.relative_to(memdir.real).as_posix()))
     return found

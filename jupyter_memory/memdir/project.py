@@ -1,7 +1,7 @@
 """Which folder is the project: the realpath of the canonical git root, or the folder itself.
 
 Worktrees of one repository share one project (and so one memdir); submodules keep their own
-(SPEC §2). Trust, settings and the memdir location all start from this answer.
+(docs/reference.md#location-and-key). Trust, settings and the memdir location all start from this answer.
 """
 
 from __future__ import annotations
@@ -9,15 +9,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from jupyter_memory.errors import InvalidPath
+from jupyter_memory.memdir.gateway import Root
+
 __all__ = ["canonical_root", "find_project_root", "git_toplevel", "start_folder"]
+
+_MAX_META_BYTES = 64 * 1024  # a .git file or commondir is one short line
 
 
 def _read_first_line(path: Path) -> str | None:
+    """The first line of a small git metadata file (a ``.git`` file, ``commondir``)."""
+    folder = Root.declare("given", path.parent, links="any", label="the git metadata folder")
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-            return fh.readline().strip()
-    except OSError:
+        text = folder.text(path, errors="surrogateescape", limit=_MAX_META_BYTES)
+    except (OSError, InvalidPath):
         return None
+    return text.split("\n", 1)[0].strip()
 
 
 def _resolve_from(base: Path, value: str) -> Path:

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 MEMORY_TYPES = ("user", "feedback", "project", "reference")
-"""The four kinds of memory (SPEC §2); other values are kept but flagged unknown."""
+"""The four kinds of memory (docs/reference.md#topic-files); other values are kept but flagged unknown."""
 
 PROVENANCES = ("user", "agent", "extraction", "import")
 """Who wrote a memory: a person, the main agent, the extraction agent, or an import."""
@@ -78,7 +78,7 @@ class Memory:
     provenance: str | None = None
     error: str | None = None
     #: ``private`` (the person's memdir) or ``team`` (the shared folder; ``file`` starts
-    #: with ``team/``), SPEC §8.
+    #: with ``team/``), docs/reference.md#team-mode.
     scope: str = "private"
     #: Who wrote it (the ``author`` field every team write records), or None.
     author: str | None = None

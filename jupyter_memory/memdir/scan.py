@@ -1,4 +1,4 @@
-"""Scanning a memdir: every topic file's frontmatter, newest first (SPEC §4 B).
+"""Scanning a memdir: every topic file's frontmatter, newest first (docs/reference.md#path-b-relevance-prefetch).
 
 A scan lists the files with ``stat`` only, sorts them by modification time, keeps the
 newest ``limit`` and reads the first 30 lines of just those. A :class:`ScanCache` keeps
@@ -29,7 +29,7 @@ from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir.clock import iso_utc
 from jupyter_memory.memdir.freshness import age_days
 from jupyter_memory.memdir.frontmatter import Document, parse
-from jupyter_memory.memdir.fsutil import read_head, read_no_follow
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.index import INDEX_NAME, Index, normalize_file, parse_index
 from jupyter_memory.memdir.record import Memory
 
@@ -66,12 +66,15 @@ class FileStat:
     more than the ``stat`` calls themselves.
     """
 
-    __slots__ = ("abspath", "file", "stat")
+    __slots__ = ("abspath", "file", "listed", "root", "stat")
 
-    def __init__(self, file: str, abspath: str, stat: os.stat_result) -> None:
+    def __init__(self, file: str, abspath: str, stat: os.stat_result, root: Root,
+                 listed: bool = False) -> None:
         self.file = file
         self.abspath = abspath
         self.stat = stat
+        self.root = root  # the memdir the walk found it in, which its read goes through
+        self.listed = listed  # a regular file (not a link) the walk listed itself
 
     @property
     def path(self) -> Path:
@@ -152,7 +155,7 @@ class ScanCache:
 
     def _load(self, entry: FileStat, now: float) -> Memory:
         st = entry.stat
-        doc = read_document(entry.abspath)
+        doc = read_document(entry.abspath, entry.root, listed=entry.listed)
         template = Memory.from_document(entry.file, entry.abspath, doc, st, False, now=now)
         with self._lock:
             self.files_read += 1
@@ -279,20 +282,23 @@ def _unchanged(folders: Iterable[tuple[str, int | None]]) -> bool:
     return True
 
 
-def read_document(path: str | os.PathLike[str]) -> Document:
-    """Parse the first :data:`HEAD_LINES` lines of ``path``; an unreadable file gets an error."""
+def read_document(path: str | os.PathLike[str], root: Root, *, listed: bool = False) -> Document:
+    """Parse the first :data:`HEAD_LINES` lines of ``path`` (read through ``root``; ``listed``
+    for a regular file the walk found, see ``Root.head``); an unreadable file gets an error."""
     try:
-        head = read_head(path, HEAD_LINES)
+        head = root.head(path, HEAD_LINES, listed=listed)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         return Document({}, "", None, "none", f"could not read the file: {reason}")
+    except InvalidPath as exc:
+        return Document({}, "", None, "none", f"could not read the file: {exc}")
     return parse(head)
 
 
 def read_index(memdir: Path) -> Index:
     """Parse ``<memdir>/MEMORY.md``; a missing or unreadable index is an empty one."""
     try:  # never through a link: it could pull any file on disk into every request
-        raw = read_no_follow(memdir / INDEX_NAME)
+        raw = Root.declare("memdir", memdir).read(INDEX_NAME, follow=False)
     except (OSError, InvalidPath):
         return parse_index("")
     return parse_index(raw.decode("utf-8", errors="replace"))
@@ -317,40 +323,34 @@ def _list(memdir: Path) -> tuple[list[FileStat], list[tuple[str, int | None]]]:
     """The files of :func:`list_files` and each folder walked with its ``mtime_ns``
     (taken before the folder is read, so a change during the walk shows next time; a
     memdir that does not exist is recorded as ``None`` so its creation shows too)."""
-    root = os.path.realpath(memdir)
+    gateway = Root.declare("memdir", memdir)
+    root = str(gateway.real)
     found: list[FileStat] = []
     folders: list[tuple[str, int | None]] = []
     top = os.fspath(memdir).rstrip("/") or "/"
     stack: list[tuple[str, str]] = [(top, "")]
     while stack:
         folder, prefix = stack.pop()
-        try:
-            # stat through a folder descriptor: no path walk per file
-            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        except OSError:
-            if folder == top:
-                folders.append((folder, None))
-            continue
-        try:
-            folders.append((folder, os.fstat(fd).st_mtime_ns))
-            _list_folder(fd, folder, prefix, root, found, stack)
-        finally:
-            os.close(fd)
+        # stat through a folder descriptor: no path walk per file
+        with gateway.listing(folder) as listing:
+            if listing is None:
+                if folder == top:
+                    folders.append((folder, None))
+                continue
+            folders.append((folder, listing.mtime_ns))
+            _list_folder(listing.entries, folder, prefix, gateway, root, found, stack)
     return found, folders
 
 
 def _list_folder(
-    fd: int,
+    entries: list[os.DirEntry[str]],
     folder: str,
     prefix: str,
+    gateway: Root,
     root: str,
     found: list[FileStat],
     stack: list[tuple[str, str]],
 ) -> None:
-    try:
-        entries = list(os.scandir(fd))
-    except OSError:
-        return
     for entry in entries:
         name = entry.name
         if name.startswith("."):
@@ -370,7 +370,7 @@ def _list_folder(
         rel = prefix + name
         if stat_mod.S_ISREG(st.st_mode):
             if rel not in (INDEX_NAME, _TEAM_INDEX):
-                found.append(FileStat(rel, path, st))
+                found.append(FileStat(rel, path, st, gateway, listed=not link))
         elif stat_mod.S_ISDIR(st.st_mode) and not link:  # a folder named like "x.md"
             stack.append((path, rel + "/"))
 
@@ -416,7 +416,8 @@ def describe(
         return None
     cache = cache if cache is not None else ScanCache()
     clock = time.time() if now is None else now
-    return cache.memory(FileStat(rel, path, st), cache.pointed(Path(memdir)), clock)
+    return cache.memory(FileStat(rel, path, st, Root.declare("memdir", memdir)),
+                        cache.pointed(Path(memdir)), clock)
 
 
 def manifest_line(memory: Memory) -> str:

@@ -3,9 +3,9 @@
 Two families of scope, named apart because they answer different questions:
 
 * :data:`MEMORY_SCOPES` — where one of the project's memories lives: ``private`` (the
-  person's memdir) or ``team`` (the folder the team shares, SPEC §8). Every record has
+  person's memdir) or ``team`` (the folder the team shares, docs/reference.md#team-mode). Every record has
   one (``Memory.scope``), and a team memory's ``file`` starts with ``team/``.
-* :data:`AGENT_SCOPES` — an agent's own memory (SPEC §8): ``user``
+* :data:`AGENT_SCOPES` — an agent's own memory (docs/reference.md#agent-memory): ``user``
   (``<base>/agent-memory/<agent>/``), ``project`` and ``local`` (under the project's
   ``.claude/``), the values an agent file's ``memory:`` field may take.
 
@@ -24,6 +24,7 @@ from typing import Any
 
 from jupyter_memory.errors import ConfigError, InvalidMemory
 from jupyter_memory.memdir.basedir import config_base
+from jupyter_memory.memdir.gateway import Root
 
 __all__ = [
     "AGENT_SCOPES",
@@ -37,6 +38,7 @@ __all__ = [
     "default_scope",
     "scope_dir",
     "scope_of",
+    "scope_root",
 ]
 
 MEMORY_SCOPES = ("private", "team")
@@ -67,7 +69,7 @@ def scope_of(file: str) -> str:
 
 
 def default_scope(type: str | None, text: str = "") -> str:
-    """The scope the reference's rules give a memory of ``type`` (SPEC §8).
+    """The scope the reference's rules give a memory of ``type`` (docs/reference.md#team-mode).
 
     ``user`` is always private; ``feedback`` is private unless it states a convention
     for the whole project (which only the writer can judge, so this returns private);
@@ -89,11 +91,18 @@ def check_team_type(type: Any, file: str) -> None:
 
 
 def check_agent_name(agent: object) -> str:
-    """``agent`` when it can name a folder of its own, else a :class:`ConfigError`."""
+    """``agent`` when it is a name (never a path), else a :class:`ConfigError`.
+
+    A name is ``[A-Za-z0-9][A-Za-z0-9_.-]*`` (at most 128 characters, no ``..``): it is
+    looked up in ``.claude/agents/`` and ``<base>/agents/`` and names the agent's own
+    memory folder, so a path could load any file as an agent or put its memory anywhere.
+    """
     if not isinstance(agent, str) or not _AGENT_NAME.fullmatch(agent) or ".." in agent:
         raise ConfigError(
-            f"The agent name {agent!r} cannot name a folder: use letters, digits, '-', '_' "
-            "or '.', starting with a letter or digit (for example 'data-reviewer')."
+            f"{agent!r} is not an agent name: a name may contain letters, digits, '-', '_' "
+            "and '.', starts with a letter or digit and has no '/' (for example "
+            "'data-reviewer'). Agents are found by name in .claude/agents/ and "
+            "<base>/agents/, never by path."
         )
     return agent
 
@@ -126,3 +135,27 @@ def scope_dir(
         return config_base(env) / "agent-memory" / name
     folder = "agent-memory" if scope == "project" else "agent-memory-local"
     return Path(project_root) / ".claude" / folder / name
+
+
+def scope_root(
+    scope: str,
+    *,
+    memdir: Path,
+    project_root: Path,
+    team_dir: Path | None = None,
+    agent: str = DEFAULT_AGENT,
+    env: Mapping[str, str] | None = None,
+) -> Root:
+    """The folder of :func:`scope_dir` declared as a gateway root, once.
+
+    An agent's ``project`` and ``local`` folders are placed by the project's files (under
+    its ``.claude/``), so they must really lie inside the project: one reached through a
+    link that leads out is refused with :class:`~jupyter_memory.errors.PathRefused`.
+    """
+    folder = scope_dir(scope, memdir=memdir, project_root=project_root, team_dir=team_dir,
+                       agent=agent, env=env)
+    if scope in ("project", "local"):
+        return Root.declare("agent", folder, within=Root.declare("project", project_root),
+                            placed_by=f"the {scope} memory folder of the agent {agent!r}")
+    kind = {"team": "team", "user": "agent"}.get(scope, "memdir")
+    return Root.declare(kind, folder)

@@ -1,4 +1,4 @@
-"""The three Claude Code settings files that steer memory (SPEC §2).
+"""The three Claude Code settings files that steer memory (docs/reference.md#location-and-key).
 
 User ``<base>/settings.json``, shared project ``.claude/settings.json`` and
 project-local ``.claude/settings.local.json`` are read and merged, later ones winning.
@@ -9,13 +9,14 @@ A broken file never stops the kernel: it is treated as empty and a warning is ke
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.basedir import config_base, home_dir, validate_memory_dir
+from jupyter_memory.memdir.gateway import PathRefused, Root, config_root
 from jupyter_memory.memdir.trust import how_to_trust, is_trusted, untrusted_env
 
 SOURCES = ("user", "project", "local")
@@ -26,6 +27,7 @@ DEFAULT_CLEANUP_PERIOD_DAYS = 30
 _DIR_KEY = "autoMemoryDirectory"
 _ENABLED_KEY = "autoMemoryEnabled"
 _CLEANUP_KEY = "cleanupPeriodDays"
+_TEAM_KEY = "teamMemoryDirectory"
 
 
 @dataclass(frozen=True)
@@ -93,15 +95,27 @@ class Settings:
         return self.source("local").values
 
     def get(self, key: str, default: Any = None) -> Any:
-        """The merged value of a top-level key."""
-        return self.merged.get(key, default)
+        """The value of ``key`` that takes effect (see :meth:`lookup`), else ``default``."""
+        found = self.lookup(key)
+        return default if found is None else found.value
 
     def lookup(self, key: str) -> SettingValue | None:
-        """The value of *key* from the highest-precedence file that sets it."""
+        """``key`` from the highest-precedence file that sets it and may.
+
+        Read through the trust table (:func:`~jupyter_memory.memdir.trust_table.read`): a
+        project file's value that can do more than be data counts only in a trusted
+        folder, and a key the table does not list raises ``UnknownField``.
+        """
         for src in reversed(self.sources):
-            if key in src.values:
-                return SettingValue(src.values[key], src.name, src.path)
+            reading = self.reading(key, src.name)
+            if reading is not None and reading.taken:
+                return SettingValue(reading.value, src.name, src.path)
         return None
+
+    def reading(self, key: str, source: str) -> trust_table.Reading | None:
+        """``key`` as one file set it, and whether it takes effect (None when unset)."""
+        src = self.source(source)
+        return trust_table.read(key, src.values, source, trusted=self.source_trusted(source))
 
     def source_trusted(self, name: str) -> bool:
         """Whether settings from source ``name`` may run code or move paths.
@@ -122,22 +136,27 @@ class Settings:
         """
         for name in ("local", "user"):
             src = self.source(name)
-            raw = src.values.get(_DIR_KEY)
-            if raw is None or raw == "" or not self.source_trusted(name):
+            reading = self.reading(_DIR_KEY, name)
+            if reading is None or reading.value == "" or not reading.taken:
                 continue
+            raw = reading.value
             where = f"autoMemoryDirectory in {src.path}"
             path = validate_memory_dir(raw, where=where, home=self.home)
-            if name == "local" and not self._inside_project(path):
+            if name == "local" and not self._inside_project(path, where):
                 continue
             return MemoryDirectorySetting(path=path, raw=raw, source=name, file=src.path)
         return None
 
-    def _inside_project(self, path: Path) -> bool:
+    def _inside_project(self, path: Path, placed_by: str) -> bool:
+        """Whether a folder a project file names really lies inside the project."""
         if self.root is None:
             return True
-        root = Path(os.path.realpath(self.root))
-        real = Path(os.path.realpath(path))
-        return real == root or root in real.parents
+        try:
+            Root.declare("memdir", path, within=Root.declare("project", self.root),
+                         placed_by=placed_by)
+        except PathRefused:
+            return False
+        return True
 
     def memory_directory_notes(self) -> list[str]:
         """Why a project's ``autoMemoryDirectory`` was not obeyed, one sentence each."""
@@ -150,10 +169,11 @@ class Settings:
                 ".claude/settings.local.json or your user settings.json instead."
             )
         local = self.source("local")
-        raw = local.values.get(_DIR_KEY)
-        if raw in (None, ""):
+        reading = self.reading(_DIR_KEY, "local")
+        if reading is None or reading.value in (None, ""):
             return notes
-        if not self.trusted:
+        raw = reading.value
+        if not reading.taken:
             notes.append(
                 f"autoMemoryDirectory in {local.path} was ignored: this folder is not trusted. "
                 + how_to_trust(self.root if self.root is not None else local.path.parent.parent)
@@ -164,7 +184,7 @@ class Settings:
                                        home=self.home)
         except Exception:  # memory_directory() raises the full error
             return notes
-        if not self._inside_project(path):
+        if not self._inside_project(path, f"autoMemoryDirectory in {local.path}"):
             notes.append(
                 f"autoMemoryDirectory in {local.path} was ignored: {path} is outside the "
                 "project, and project settings may not move memory out of it. Set it in your "
@@ -179,21 +199,26 @@ class Settings:
         wants = []
         for name in ("project", "local"):
             src = self.source(name)
-            hooks = src.values.get("hooks")
-            if isinstance(hooks, Mapping) and hooks:
-                events = ", ".join(str(k) for k in hooks)
+            hooks = self.reading("hooks", name)
+            if hooks is not None and isinstance(hooks.value, Mapping) and hooks.value:
+                events = ", ".join(str(k) for k in hooks.value)
                 wants.append(f"shell hooks ({events}) in {src.path}")
-        raw = self.source("local").values.get(_DIR_KEY)
-        if raw not in (None, ""):
-            wants.append(f"autoMemoryDirectory {raw!r} in {self.source('local').path}")
+        for reading in (self.reading(_DIR_KEY, "local"), self.reading(_TEAM_KEY, "project"),
+                        self.reading(_TEAM_KEY, "local")):
+            if reading is not None and reading.value not in (None, ""):
+                where = self.source(reading.origin).path
+                wants.append(f"{reading.key} {reading.value!r} in {where}")
         return wants
 
     def skipped_notice(self) -> str | None:
         """One line saying which project hooks were skipped and how to trust, or None."""
         if self.trusted:
             return None
-        files = [str(s.path) for s in self.sources if s.name != "user"
-                 and isinstance(s.values.get("hooks"), Mapping) and s.values.get("hooks")]
+        files = []
+        for src in self.sources[1:]:
+            hooks = self.reading("hooks", src.name)
+            if hooks is not None and isinstance(hooks.value, Mapping) and hooks.value:
+                files.append(str(src.path))
         if not files:
             return None
         where = self.root if self.root is not None else Path(files[0]).parent.parent
@@ -203,8 +228,9 @@ class Settings:
     @property
     def ignored_memory_directory(self) -> Path | None:
         """The shared project file, if it tries to set ``autoMemoryDirectory`` (ignored)."""
-        src = self.source("project")
-        return src.path if src.values.get(_DIR_KEY) not in (None, "") else None
+        reading = self.reading(_DIR_KEY, "project")
+        return self.source("project").path if reading is not None and reading.value not in (
+            None, "") else None
 
 
 def settings_paths(project_root: Path, env: Mapping[str, str] | None = None) -> dict[str, Path]:
@@ -217,11 +243,14 @@ def settings_paths(project_root: Path, env: Mapping[str, str] | None = None) -> 
     }
 
 
-def _read(name: str, path: Path, warnings: list[str]) -> SettingsSource:
+def _read(name: str, path: Path, root: Root, warnings: list[str]) -> SettingsSource:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = root.text(path)
     except FileNotFoundError:
         return SettingsSource(name, path, {}, exists=False)
+    except PathRefused as exc:
+        warnings.append(f"{path} was not read: {exc.why}; its settings were skipped.")
+        return SettingsSource(name, path, {}, exists=True)
     except (OSError, UnicodeDecodeError) as exc:
         warnings.append(f"Could not read {path} ({exc}); its settings were skipped.")
         return SettingsSource(name, path, {}, exists=True)
@@ -257,9 +286,9 @@ def _merge(low: dict[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
 
 def _enabled(sources: tuple[SettingsSource, ...], warnings: list[str]) -> SettingValue | None:
     for src in reversed(sources):
-        if _ENABLED_KEY not in src.values:
+        value = trust_table.value(_ENABLED_KEY, src.values, src.name)
+        if value is None:
             continue
-        value = src.values[_ENABLED_KEY]
         if isinstance(value, bool):
             return SettingValue(value, src.name, src.path)
         warnings.append(
@@ -269,15 +298,14 @@ def _enabled(sources: tuple[SettingsSource, ...], warnings: list[str]) -> Settin
     return None
 
 
-def _cleanup_days(
-    merged: Mapping[str, Any], sources: tuple[SettingsSource, ...], warnings: list[str]
-) -> int:
-    value = merged.get(_CLEANUP_KEY)
-    if value is None:
+def _cleanup_days(sources: tuple[SettingsSource, ...], warnings: list[str]) -> int:
+    found = [(value, src.path) for src in reversed(sources)
+             if (value := trust_table.value(_CLEANUP_KEY, src.values, src.name)) is not None]
+    if not found:
         return DEFAULT_CLEANUP_PERIOD_DAYS
+    value, where = found[0]
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    where = next(str(s.path) for s in reversed(sources) if _CLEANUP_KEY in s.values)
     warnings.append(
         f"cleanupPeriodDays in {where} is {value!r}; it must be a whole number of days "
         f"(0 or more), so the default of {DEFAULT_CLEANUP_PERIOD_DAYS} is used."
@@ -293,12 +321,14 @@ def load_settings(project_root: Path, env: Mapping[str, str] | None = None) -> S
     """
     warnings: list[str] = []
     paths = settings_paths(project_root, env)
-    sources = tuple(_read(name, paths[name], warnings) for name in SOURCES)
+    roots = {"user": config_root(env), "project": Root.declare("project", project_root)}
+    sources = tuple(_read(name, paths[name], roots.get(name, roots["project"]), warnings)
+                    for name in SOURCES)
     merged: dict[str, Any] = {}
     for src in sources:
         merged = _merge(merged, src.values)
     enabled = _enabled(sources, warnings)
-    cleanup = _cleanup_days(merged, sources, warnings)
+    cleanup = _cleanup_days(sources, warnings)
     return Settings(
         sources=sources,
         merged=merged,

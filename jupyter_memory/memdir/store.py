@@ -32,7 +32,8 @@ from typing import Any, TypedDict
 from jupyter_memory.errors import InvalidMemory, InvalidPath, MemoryExists, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.frontmatter import MODIFIED, Stamp
-from jupyter_memory.memdir.fsutil import atomic_write, memdir_lock, read_no_follow, refuse_symlink
+from jupyter_memory.memdir.fsutil import refuse_symlink
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.guard import check_no_secrets, find_secrets
 from jupyter_memory.memdir.index import (
     INDEX_NAME,
@@ -134,6 +135,10 @@ def _inside(real: str, root: str) -> bool:
 class MemoryStore:
     """Read and write the memories of one memdir.
 
+    Every file it reads or writes goes through :attr:`root` (``memdir/gateway.py``): a
+    read follows a link only while it stays inside the memdir, and a write, delete or the
+    lock never goes through one.
+
     ``session_id`` is written as ``originSessionId`` into memories this store creates;
     ``provenance_default`` is the ``origin`` recorded when a call does not name one
     (``user``, ``agent``, ``extraction`` or ``import``). ``mark_provenance=False`` writes
@@ -142,6 +147,7 @@ class MemoryStore:
 
     #: Which memories the store's folder holds (``team`` for the team folder's own store).
     scope = "private"
+    ROOT_KIND = "memdir"
 
     def __init__(
         self,
@@ -154,6 +160,7 @@ class MemoryStore:
         lock_timeout: float = 30.0,
         cache: ScanCache | None = None,
         location: MemoryLocation | None = None,
+        root: Root | None = None,
     ) -> None:
         self.memdir = Path(memdir)
         self.session_id = session_id
@@ -164,6 +171,9 @@ class MemoryStore:
         self.cache = cache if cache is not None else ScanCache()
         self.location = location
         self._root_recorded = False
+        #: The memdir as a gateway root (declared by the caller, or here): every read and
+        #: write of this store goes through it.
+        self.root = root if root is not None else Root.declare(self.ROOT_KIND, self.memdir)
 
     @classmethod
     def for_project(
@@ -341,16 +351,17 @@ class MemoryStore:
         """The whole text of a memory file (bytes that are not UTF-8 shown as U+FFFD)."""
         path = self.resolve(file)
         try:
-            return path.read_bytes().decode("utf-8", errors="replace")
+            return self.root.read(path).decode("utf-8", errors="replace")
         except FileNotFoundError:
             raise MemoryNotFound(self._not_found(self.normalize(file), self.list())) from None
 
     def read_index(self) -> str:
         """The raw ``MEMORY.md`` text ('' when there is none); a symlinked index is refused."""
         try:
-            return read_no_follow(self.index_path, _INDEX_WHAT).decode("utf-8", errors="replace")
+            raw = self.root.read(INDEX_NAME, follow=False, what=_INDEX_WHAT)
         except FileNotFoundError:
             return ""
+        return raw.decode("utf-8", errors="replace")
 
     # ------------------------------------------------------------------ write plumbing
 
@@ -361,7 +372,7 @@ class MemoryStore:
         The first write of a store made by :meth:`for_project` also records the project
         root beside the project's default memdir.
         """
-        with memdir_lock(self.memdir, timeout=self.lock_timeout):
+        with self.root.lock(timeout=self.lock_timeout):
             # Checked before any write, so a change never stops half way at the index.
             refuse_symlink(self.index_path, _INDEX_WHAT)
             if not self._root_recorded:
@@ -378,18 +389,14 @@ class MemoryStore:
     def read_index_for_edit(self) -> str:
         """``MEMORY.md`` decoded so that writing it back keeps every byte, even invalid UTF-8."""
         try:
-            raw = read_no_follow(self.index_path, _INDEX_WHAT)
+            raw = self.root.read(INDEX_NAME, follow=False, what=_INDEX_WHAT)
         except FileNotFoundError:
             return ""
         return raw.decode("utf-8", errors="surrogateescape")
 
     def _save_index(self, before: str, after: str) -> tuple[bool, IndexCheck]:
         if after != before:
-            atomic_write(
-                self.index_path,
-                after.encode("utf-8", errors="surrogateescape"),
-                follow_symlinks=False,
-            )
+            self.root.write(INDEX_NAME, after.encode("utf-8", errors="surrogateescape"))
         return after != before, check(after)
 
     def _provenance(self, value: str | None) -> str:
@@ -476,7 +483,7 @@ class MemoryStore:
                     (*warnings, *result.warnings),
                     result.index_changed,
                 )
-            atomic_write(path, text)
+            self.root.write(path, text)
             before = self.read_index_for_edit()
             after = upsert_entry(before, rel, name, hook if hook is not None else description)
             changed, index_check = self._save_index(before, after)
@@ -536,7 +543,7 @@ class MemoryStore:
             _check_size(new, f"memory {rel}")
             check_no_secrets(new, f"memory {rel}")
             if new != old:
-                atomic_write(path, new)
+                self.root.write(path, new)
             after_doc = frontmatter.parse(new)
             before = self.read_index_for_edit()
             after = self._index_after_update(before, rel, after_doc, doc, name, description, hook)
@@ -545,7 +552,7 @@ class MemoryStore:
 
     def _read_for_update(self, path: Path, rel: str) -> str:
         try:
-            raw = path.read_bytes()
+            raw = self.root.read(path)
         except FileNotFoundError:
             raise MemoryNotFound(
                 f"{rel} does not exist, so it cannot be updated. Create it instead."
@@ -628,7 +635,7 @@ class MemoryStore:
         check_no_secrets(final, f"memory {rel}")
         with self.writing():
             created = not path.exists()
-            atomic_write(path, final)
+            self.root.write(path, final)
             before = self.read_index_for_edit()
             after = self._ensure_pointer(before, rel, frontmatter.parse(final))
             changed, index_check = self._save_index(before, after)
@@ -655,7 +662,7 @@ class MemoryStore:
         with self.writing():
             if path.exists():
                 raise MemoryExists(f"{rel} already exists; the memory was not moved over it.")
-            atomic_write(path, data, follow_symlinks=False)
+            self.root.write(rel, data)
             before = self.read_index_for_edit()
             after = upsert_entry(before, rel, title, hook)
             changed, index_check = self._save_index(before, after)
@@ -667,7 +674,8 @@ class MemoryStore:
         check_no_secrets(text, INDEX_NAME)
         with self.writing():
             created = not self.index_path.exists()
-            atomic_write(self.index_path, text, follow_symlinks=False)
+            refuse_symlink(self.index_path, _INDEX_WHAT)
+            self.root.write(INDEX_NAME, text)
         return WriteResult(INDEX_NAME, created, check(text), (), True)
 
     def rename(self, file: str | PurePath, new_file: str | PurePath) -> WriteResult:
@@ -689,8 +697,7 @@ class MemoryStore:
                     f"{new_rel} already exists; renaming {rel} onto it would overwrite it. "
                     "Choose another name, or merge the two memories by hand."
                 )
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(src, dst)
+            self.root.move(src, dst, replace=False)
             before = self.read_index_for_edit()
             after = _rename_entry(before, rel, new_rel)
             if after == before:
@@ -713,14 +720,14 @@ class MemoryStore:
             if not exists and after == before:
                 raise MemoryNotFound(self._not_found(rel, self.list()))
             if exists:
-                path.unlink()
+                self.root.remove(path)
             changed, index_check = self._save_index(before, after)
         return WriteResult(rel, False, index_check, (), changed, deleted=exists)
 
     def _head(self, path: Path) -> str:
         try:
-            return path.read_bytes()[:65536].decode("utf-8", errors="replace")
-        except OSError:
+            return self.root.read(path, limit=65536).decode("utf-8", errors="replace")
+        except (OSError, InvalidPath):
             return ""
 
 

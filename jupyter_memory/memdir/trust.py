@@ -33,8 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.errors import ConfigError
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.basedir import ENV_CONFIG_DIR, config_base, home_dir
-from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.gateway import Root
+from jupyter_memory.memdir.trust_table import USER
 
 __all__ = [
     "ENV_UNTRUSTED",
@@ -105,7 +107,7 @@ def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
 
 def untrusted_env(env: Mapping[str, str] | None = None) -> bool:
     """True when ``JUPYTER_MEMORY_UNTRUSTED`` asks for everything to be untrusted."""
-    return _environ(env).get(ENV_UNTRUSTED, "").strip().lower() in _TRUTHY
+    return (trust_table.env(ENV_UNTRUSTED, _environ(env)) or "").strip().lower() in _TRUTHY
 
 
 def trust_file(env: Mapping[str, str] | None = None) -> Path:
@@ -116,9 +118,15 @@ def trust_file(env: Mapping[str, str] | None = None) -> Path:
 def claude_config_file(env: Mapping[str, str] | None = None) -> Path:
     """Claude Code's global config: ``$CLAUDE_CONFIG_DIR/.claude.json`` or ``~/.claude.json``."""
     environ = _environ(env)
-    if environ.get(ENV_CONFIG_DIR):
+    if trust_table.env(ENV_CONFIG_DIR, environ):
         return config_base(environ) / ".claude.json"
     return home_dir(environ) / ".claude.json"
+
+
+def _own(path: Path) -> Root:
+    """The folder of one of the person's own records (ours, or Claude Code's), which they
+    may keep anywhere (a dotfiles folder): reads follow links, writes never go through one."""
+    return Root.declare("config", path.parent, links="any", label="your config folder")
 
 
 def _folder(path: Path | str) -> Path:
@@ -150,7 +158,7 @@ def _read_json(path: Path) -> dict[str, Any]:
         cached = _cache.get(str(path))
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_own(path).text(path))
     except (OSError, ValueError, RecursionError):
         return {}
     result = data if isinstance(data, dict) else {}
@@ -173,29 +181,40 @@ def _claude_projects(env: Mapping[str, str] | None) -> dict[str, dict[str, Any]]
     return {k: v for k, v in projects.items() if isinstance(k, str) and isinstance(v, dict)}
 
 
-def _lookup(folder: Path, key_ours: str, key_claude: str,
-            env: Mapping[str, str] | None) -> TrustDecision:
+def _grants(entry: Mapping[str, Any], what: str, *, claude: bool) -> bool:
+    """Whether one record's entry grants ``what`` (``trust`` or ``imports``), read through
+    the trust table (the person's own files)."""
+    if what == "trust":
+        value = (trust_table.value(_CLAUDE_TRUST_KEY, entry, USER) if claude
+                 else trust_table.value("trusted", entry, USER))
+    else:
+        value = (trust_table.value(_CLAUDE_IMPORTS_KEY, entry, USER) if claude
+                 else trust_table.value("external_imports", entry, USER))
+    return value is True
+
+
+def _lookup(folder: Path, what: str, env: Mapping[str, str] | None) -> TrustDecision:
     folder = _folder(folder)
     if untrusted_env(env):
         return TrustDecision(False, folder, "untrusted-env")
     ours, claude = _our_folders(env), _claude_projects(env)
     for cand in _candidates(folder):
-        if ours.get(cand, {}).get(key_ours) is True:
+        if _grants(ours.get(cand, {}), what, claude=False):
             return TrustDecision(True, folder, "jupyter-memory", Path(cand), trust_file(env))
-        if claude.get(cand, {}).get(key_claude) is True:
+        if _grants(claude.get(cand, {}), what, claude=True):
             return TrustDecision(True, folder, "claude", Path(cand), claude_config_file(env))
     return TrustDecision(False, folder, "none")
 
 
 def is_trusted(folder: Path | str, env: Mapping[str, str] | None = None) -> TrustDecision:
     """Whether hooks and path-moving settings in ``folder/.claude`` may take effect."""
-    return _lookup(Path(folder), "trusted", _CLAUDE_TRUST_KEY, env)
+    return _lookup(Path(folder), "trust", env)
 
 
 def external_imports_approved(folder: Path | str,
                               env: Mapping[str, str] | None = None) -> TrustDecision:
     """Whether instruction files of ``folder`` may import files from outside it."""
-    return _lookup(Path(folder), "external_imports", _CLAUDE_IMPORTS_KEY, env)
+    return _lookup(Path(folder), "imports", env)
 
 
 def _write(folder: Path, changes: Mapping[str, Any] | None,
@@ -204,7 +223,7 @@ def _write(folder: Path, changes: Mapping[str, Any] | None,
     with _lock:
         data = json.loads(json.dumps(_read_json(path)))  # a copy: the cached one stays as read
         if path.exists() and not data:
-            raw = path.read_text(encoding="utf-8", errors="replace").strip()
+            raw = _own(path).text(path, errors="replace").strip()
             if raw:
                 raise ConfigError(
                     f"{path} is not a JSON object, so it cannot be updated safely. Fix or "
@@ -220,7 +239,7 @@ def _write(folder: Path, changes: Mapping[str, Any] | None,
             entry["granted_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             folders[key] = entry
         data.update({"version": TRUST_VERSION, "folders": dict(sorted(folders.items()))})
-        atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode=0o600)
+        _own(path).write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode=0o600)
 
 
 def trust_folder(folder: Path | str, env: Mapping[str, str] | None = None, *,
@@ -274,15 +293,15 @@ def revoke(folder: Path | str, env: Mapping[str, str] | None = None) -> bool:
 def trusted_folders(env: Mapping[str, str] | None = None) -> list[TrustEntry]:
     """Every trusted folder of both records, ours first, each sorted by path."""
     out = [
-        TrustEntry(Path(k), "jupyter-memory", v.get("external_imports") is True,
+        TrustEntry(Path(k), "jupyter-memory", _grants(v, "imports", claude=False),
                    v.get("granted_at") if isinstance(v.get("granted_at"), str) else None,
                    trust_file(env))
-        for k, v in sorted(_our_folders(env).items()) if v.get("trusted") is True
+        for k, v in sorted(_our_folders(env).items()) if _grants(v, "trust", claude=False)
     ]
     out += [
-        TrustEntry(Path(k), "claude", v.get(_CLAUDE_IMPORTS_KEY) is True, None,
+        TrustEntry(Path(k), "claude", _grants(v, "imports", claude=True), None,
                    claude_config_file(env))
-        for k, v in sorted(_claude_projects(env).items()) if v.get(_CLAUDE_TRUST_KEY) is True
+        for k, v in sorted(_claude_projects(env).items()) if _grants(v, "trust", claude=True)
     ]
     return out
 

@@ -1,4 +1,4 @@
-"""Recall: how memories reach the model (SPEC §4).
+"""Recall: how memories reach the model (docs/reference.md#recall).
 
 Path A (the index in every request) is assembled by :mod:`jupyter_memory.context.assemble`; this
 package holds path B, relevance prefetch, and the explanation of recall for every path.

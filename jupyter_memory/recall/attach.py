@@ -19,7 +19,9 @@ from typing import Any
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.prompts import neutralize_reminder_tags
 from jupyter_memory.memdir.freshness import age_days, age_text, staleness_reminder
-from jupyter_memory.memdir.team import team_path
+from jupyter_memory.memdir.gateway import Root
+from jupyter_memory.memdir.scopes import TEAM_PREFIX
+from jupyter_memory.memdir.team import folder_of, team_path
 from jupyter_memory.recall.conversation import RECALL_KIND
 from jupyter_memory.recall.limits import MAX_FILE_BYTES, MAX_FILE_LINES
 
@@ -55,15 +57,17 @@ def _char_boundary(data: bytes, end: int) -> int:
 
 
 def read_excerpt(
-    path: Path, *, max_bytes: int = MAX_FILE_BYTES, max_lines: int = MAX_FILE_LINES
+    path: Path, root: Root | None = None, *, max_bytes: int = MAX_FILE_BYTES,
+    max_lines: int = MAX_FILE_LINES,
 ) -> Excerpt:
     """Read ``path`` up to ``max_lines`` lines and ``max_bytes`` bytes, cut at a line end.
 
-    The line limit is applied first; if the remaining text is still over the byte limit,
-    whole lines are kept while they fit. Undecodable bytes become U+FFFD.
+    Read through ``root`` (its memory folder; default the file's own folder). The line
+    limit is applied first; if the remaining text is still over the byte limit, whole
+    lines are kept while they fit. Undecodable bytes become U+FFFD.
     """
-    with open(path, "rb") as handle:
-        data = handle.read(_READ_CAP + 1)
+    root = root if root is not None else Root.declare("memdir", Path(path).parent)
+    data = root.read(path, limit=_READ_CAP + 1)
     total_bytes = max(len(data), path.stat().st_size)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -133,13 +137,16 @@ def attachment_message(
 ) -> dict[str, Any]:
     """The meta user message that carries ``file`` (memdir-relative) to the model.
 
-    Raises ``OSError`` when the file cannot be read. ``_meta`` records the file, the recall
+    Raises ``OSError`` when the file cannot be read and ``InvalidPath`` when the gateway
+    refuses it (a link leading out of its folder). ``_meta`` records the file, the recall
     path (``"B"``), its age and size at attachment time, the limit that cut it and the
     header; ``context.wire_messages`` strips it before sending.
     """
-    path = team_path(Path(memdir), file)  # ``team/…`` may live outside the memdir (SPEC §8)
+    path = team_path(Path(memdir), file)  # ``team/…`` may live outside the memdir (docs/reference.md#team-mode)
+    team = file.startswith(TEAM_PREFIX)
+    root = Root.declare("team" if team else "memdir", folder_of(Path(memdir)) if team else memdir)
     mtime = path.stat().st_mtime
-    excerpt = read_excerpt(path, max_bytes=max_bytes, max_lines=max_lines)
+    excerpt = read_excerpt(path, root, max_bytes=max_bytes, max_lines=max_lines)
     days = age_days(mtime, now)
     header = header_text(file, path, days)
     body = neutralize_reminder_tags(excerpt.text.rstrip("\n"))

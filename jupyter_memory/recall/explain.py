@@ -23,7 +23,7 @@ from typing import Any
 
 from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_text
-from jupyter_memory.memdir.fsutil import read_no_follow
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.index import INDEX_NAME, load_for_model, normalize_file, parse_index
 from jupyter_memory.memdir.scopes import TEAM_PREFIX, scope_of
 from jupyter_memory.recall.conversation import agent_files, budget_used, surfaced_files
@@ -60,14 +60,14 @@ def decision(memory: Any, kind: str, reason: str, path: str, **extra: Any) -> di
                   "age_days": memory.age_days, "bytes": memory.bytes,
                   "indexed": bool(memory.indexed)}
         scope = getattr(memory, "scope", scope_of(memory.file))
-    if scope != "private":  # a team memory says so (SPEC §8); private is the default
+    if scope != "private":  # a team memory says so (docs/reference.md#team-mode); private is the default
         record["scope"] = scope
     record.update(extra)
     return record
 
 
 def _scan_all(memdir: Path) -> list[Any]:
-    """Private and team memories (SPEC §8), each with its scope."""
+    """Private and team memories (docs/reference.md#team-mode), each with its scope."""
     from jupyter_memory.memdir.team import scan_all
     from jupyter_memory.recall.caches import scan_cache
 
@@ -169,8 +169,9 @@ def _explain_one(
 ) -> list[dict[str, Any]]:
     """Path-A decisions for the memories of one index (the private or the team one)."""
     name = f"{prefix}{INDEX_NAME}"
-    try:  # a symlinked index is never loaded (fsutil.read_no_follow), so explain none
-        raw = read_no_follow(index_path).decode("utf-8", errors="replace")
+    try:  # a symlinked index is never loaded, so explain none
+        folder = Root.declare("memdir", index_path.parent)
+        raw = folder.read(index_path, follow=False).decode("utf-8", errors="replace")
     except (OSError, InvalidPath):
         raw = ""
     index = parse_index(raw)

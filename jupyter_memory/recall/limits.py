@@ -1,4 +1,4 @@
-"""The numbers of relevance prefetch (SPEC §4 B), in one place.
+"""The numbers of relevance prefetch (docs/reference.md#path-b-relevance-prefetch), in one place.
 
 They reproduce the reference: the selector sees the 200 newest files, picks at most 5,
 each attached file is cut at 4,096 bytes or 200 lines, and a session attaches at most

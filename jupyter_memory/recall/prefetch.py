@@ -1,4 +1,4 @@
-"""Relevance prefetch (SPEC §4 B): pick memories for the person's message in the background.
+"""Relevance prefetch (docs/reference.md#path-b-relevance-prefetch): pick memories for the person's message in the background.
 
 :func:`start_prefetch` decides at once whether this message triggers a prefetch and, if
 so, hands the session's background runner the work: scan the memdir, ask a selector (a
@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir.freshness import SECONDS_PER_DAY, age_days
 from jupyter_memory.memdir.scan import SCAN_LIMIT, ScanCache, manifest
 from jupyter_memory.memdir.team import scan_all
@@ -443,10 +444,11 @@ class Prefetch:
                 continue
             try:
                 message = attachment_message(memdir, file)
-            except OSError as exc:
+            except (OSError, InvalidPath) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) else None
                 with self._lock:
                     self._skipped[file] = (
-                        f"selected, but the file could not be read: {exc.strerror or exc}")
+                        f"selected, but the file could not be read: {reason or exc}")
                 continue
             size = int(message["_meta"]["bytes"])
             if spent + size > SESSION_BUDGET_BYTES:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import struct
 import threading
 import unicodedata
@@ -26,6 +25,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from jupyter_memory.memdir import trust_table
+from jupyter_memory.memdir.gateway import Root
 
 __all__ = [
     "MODEL_NAME",
@@ -59,8 +61,9 @@ def _model_dir() -> Path | None:
 
 def status() -> tuple[bool, str]:
     """Whether the semantic part can run, and a sentence saying so (shown by ``%memory why``)."""
-    if os.environ.get(ENV_SWITCH, "").strip().lower() in {"0", "off", "false", "no"}:
-        return False, f"semantic part off ({ENV_SWITCH}={os.environ[ENV_SWITCH]})"
+    switch = trust_table.env(ENV_SWITCH) or ""
+    if switch.strip().lower() in {"0", "off", "false", "no"}:
+        return False, f"semantic part off ({ENV_SWITCH}={switch})"
     if _FAILED is not None:
         return False, f"semantic part off: the model failed to load ({_FAILED})"
     if importlib.util.find_spec("numpy") is None:
@@ -118,8 +121,8 @@ def _is_cjk(cp: int) -> bool:
 class _WordPiece:
     """BERT's uncased tokenizer: clean, lower-case, strip accents, split, word pieces."""
 
-    def __init__(self, vocab_file: Path) -> None:
-        words = vocab_file.read_text(encoding="utf-8").splitlines()
+    def __init__(self, vocab_file: Path, root: Root) -> None:
+        words = root.text(vocab_file).splitlines()
         self.vocab = {w: i for i, w in enumerate(words)}
         self.unk = self.vocab["[UNK]"]
         self.cls = self.vocab["[CLS]"]
@@ -184,10 +187,10 @@ class _WordPiece:
 # ----------------------------------------------------------------------------- model
 
 
-def _load_safetensors(path: Path) -> dict[str, Any]:
+def _load_safetensors(path: Path, root: Root) -> dict[str, Any]:
     import numpy as np
 
-    raw = path.read_bytes()
+    raw = root.read(path)
     (size,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8 : 8 + size])
     base = 8 + size
@@ -223,12 +226,14 @@ class Encoder:
         import numpy as np
 
         self._np = np
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        # The model's own files, shipped in an installed wheel (its folder is the root).
+        root = Root.declare("package", folder, links="any", label="the model's folder")
+        config = json.loads(root.text(folder / "config.json"))
         self.layers = int(config["num_hidden_layers"])
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
-        self.tokenizer = _WordPiece(folder / "vocab.txt")
-        w = _load_safetensors(folder / "model.safetensors")
+        self.tokenizer = _WordPiece(folder / "vocab.txt", root)
+        w = _load_safetensors(folder / "model.safetensors", root)
         self.word = w["embeddings.word_embeddings.weight"]
         self.position = w["embeddings.position_embeddings.weight"]
         self.token_type = w["embeddings.token_type_embeddings.weight"][0]

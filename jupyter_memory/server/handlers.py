@@ -203,7 +203,7 @@ class MemoriesHandler(MemoryAPIHandler):
 
         def work() -> dict[str, Any]:
             _location, store = self._locate()
-            store.memdir.mkdir(parents=True, exist_ok=True)
+            store.root.make_folder()
             result = store.create(
                 data["name"],
                 data["description"],

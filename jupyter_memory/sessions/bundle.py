@@ -14,11 +14,10 @@ runs with ``JUPYTER_MEMORY_UNTRUSTED=1`` so nothing in the folder can run a hook
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
-import shutil
-import tempfile
 import time
 import zipfile
 import zlib
@@ -29,9 +28,9 @@ from typing import Any
 
 from jupyter_memory._version import __version__
 from jupyter_memory.agent.loop import TURN_MIME
-from jupyter_memory.errors import JupyterMemoryError, SecretRefused
+from jupyter_memory.errors import InvalidPath, JupyterMemoryError, SecretRefused
 from jupyter_memory.memdir.clock import now_iso
-from jupyter_memory.memdir.fsutil import atomic_write
+from jupyter_memory.memdir.gateway import Root, person_root
 from jupyter_memory.sessions.recording.control import REPLAY_ENV
 from jupyter_memory.sessions.recording.file import Recording, default_recording_path
 
@@ -181,8 +180,8 @@ def pack(
         except UnicodeDecodeError:
             pass
 
-    add(notebook.name, notebook.read_bytes())
-    add(rec_path.name, rec_path.read_bytes())
+    add(notebook.name, person_root(notebook).read(notebook))  # the files the person named
+    add(rec_path.name, person_root(rec_path).read(rec_path))
     memory: list[dict[str, Any]] = []
     for item in rec.start.get("memdir") or []:
         rel = _safe_relative(str(item.get("file", "")))
@@ -199,9 +198,10 @@ def pack(
             continue
         add(where[0], str(item.get("text", "")).encode("utf-8"))
         instructions.append({"path": item.get("path"), "scope": item.get("scope"), "entry": where[0]})
-    extra = _extra_files(notebook.parent, include, {notebook, rec_path.resolve()})
+    folder = Root.declare("notebook", notebook.parent)
+    extra = _extra_files(folder, include, {notebook, rec_path.resolve()})
     for rel, path in extra:
-        add(f"files/{rel}", path.read_bytes())
+        add(f"files/{rel}", folder.read(path))
     if not allow_secrets:
         _check_secrets(texts)
 
@@ -218,33 +218,33 @@ def pack(
         "files": [rel for rel, _ in extra],
         "left_out": left_out,
     }
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(buffer := io.BytesIO(), "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
         for name, data in members.items():
             archive.writestr(name, data)
-    atomic_write(output, buffer.getvalue())
+    person_root(output).write(output, buffer.getvalue())
     return PackResult(output, notebook.name, rec_path.name, [m["file"] for m in memory],
                       [i["entry"] for i in instructions], [rel for rel, _ in extra], left_out)
 
 
 def _is_bundle(path: Path) -> bool:
     try:
-        with zipfile.ZipFile(path) as archive:
+        with person_root(path).open_zip(path) as archive:
             declared: object = json.loads(archive.read(MANIFEST)).get("format")
             return declared == BUNDLE_FORMAT
     except (OSError, KeyError, ValueError, AttributeError, RecursionError, zipfile.BadZipFile):
         return False
 
 
-def _extra_files(root: Path, patterns: Iterable[str], exclude: set[Path]) -> list[tuple[str, Path]]:
-    """Files under ``root`` matching ``patterns`` (globs relative to root), sorted."""
+def _extra_files(folder: Root, patterns: Iterable[str], exclude: set[Path]) -> list[tuple[str, Path]]:
+    """Files under ``folder`` matching ``patterns`` (globs relative to it), sorted."""
+    root = folder.path
     found: dict[str, Path] = {}
     for pattern in patterns:
         if _safe_relative(pattern.replace("*", "x").replace("?", "x")) is None:
             raise BundleError(f"--include {pattern!r} must be a path or glob inside the "
                               "notebook's folder (no '..', not absolute).")
-        matches = [p for p in root.glob(pattern) if p.is_file() and not p.is_symlink()]
+        matches = [p for p in folder.matching(pattern) if p.is_file() and not p.is_symlink()]
         if not matches:
             raise BundleError(f"--include {pattern!r} matches no file in {root}.")
         for path in matches:
@@ -405,11 +405,10 @@ def _entry_target(name: str, notebook: str, recording: str, memory: set[str],
     return None
 
 
-def _copy_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path,
+def _copy_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, staging: Root, target: Path,
                 budget: list[int], bundle: Path) -> None:
     """Stream one entry to a new file, stopping when the byte budget runs out."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with archive.open(info) as src, open(target, "xb") as dst:
+    with archive.open(info) as src, staging.create(target) as dst:
         while True:
             chunk = src.read(_CHUNK)
             if not chunk:
@@ -442,30 +441,33 @@ def unpack(bundle: Path, dest: Path, *, max_bytes: int = MAX_UNPACKED_BYTES,
     refused or damaged bundle leaves nothing behind.
     """
     bundle, dest = Path(bundle).expanduser(), Path(dest).expanduser().absolute()
-    if dest.exists() and (not dest.is_dir() or dest.is_symlink() or any(dest.iterdir())):
+    out = Root.declare("given", dest.parent)  # where the person asked for it
+    if dest.exists() and (not dest.is_dir() or dest.is_symlink() or out.listdir(dest)):
         raise BundleError(f"{dest} is not an empty folder; unpack into a new folder.")
-    try:
-        archive = zipfile.ZipFile(bundle)
-    except FileNotFoundError:
-        raise BundleError(f"No bundle at {bundle}.") from None
-    except (zipfile.BadZipFile, OSError, ValueError):
-        raise BundleError(f"{bundle} is not a zip file; it is not a jupyter-memory bundle.") from None
-    with archive:
+    with contextlib.ExitStack() as opened:
+        try:
+            archive = opened.enter_context(person_root(bundle).open_zip(bundle))
+        except FileNotFoundError:
+            raise BundleError(f"No bundle at {bundle}.") from None
+        except (zipfile.BadZipFile, OSError, ValueError):
+            raise BundleError(f"{bundle} is not a zip file; it is not a jupyter-memory bundle.") from None
         manifest = _read_manifest(archive, bundle)
         plan = _plan(archive, manifest, bundle, max_bytes, max_entries)
         created = _first_missing(dest.parent)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.unpacking-", dir=dest.parent))
+        staging = out.temp_folder(prefix=f".{dest.name}.unpacking-")
+        inside = Root.declare("given", staging)
         try:
             budget = [max_bytes]
-            for info, target in plan:
-                _copy_entry(archive, info, staging / target, budget, bundle)
-            _finish(staging, manifest)
-            os.replace(staging, dest)  # an empty dest folder is replaced in one step
+            for info, target in plan:  # every name was checked by _plan
+                _copy_entry(archive, info, inside, staging / target, budget, bundle)
+            _finish(inside, manifest)
+            out.move(staging, dest)  # an empty dest folder is replaced in one step
         except BaseException as exc:
-            shutil.rmtree(staging, ignore_errors=True)
+            with contextlib.suppress(OSError, InvalidPath):
+                out.remove_folder(staging, tree=True)
             if created is not None:
-                shutil.rmtree(created, ignore_errors=True)
+                with contextlib.suppress(OSError, InvalidPath):
+                    Root.declare("given", created.parent).remove_folder(created, tree=True)
             if isinstance(exc, (zipfile.BadZipFile, zlib.error, EOFError)):
                 raise BundleError(f"{bundle} is damaged ({exc}); nothing was unpacked.") from None
             if isinstance(exc, OSError) and not isinstance(exc, FileExistsError):
@@ -481,8 +483,7 @@ def _read_manifest(archive: zipfile.ZipFile, bundle: Path) -> dict[str, Any]:
         info = archive.getinfo(MANIFEST)
         if info.file_size > MAX_MANIFEST_BYTES:
             raise ValueError("manifest too large")
-        with archive.open(info) as fh:
-            manifest = json.loads(fh.read(MAX_MANIFEST_BYTES + 1))
+        manifest = json.loads(archive.read(info)[:MAX_MANIFEST_BYTES + 1])
     except (KeyError, ValueError, RecursionError, zipfile.BadZipFile, zlib.error, EOFError):
         raise BundleError(f"{bundle} has no readable {MANIFEST}; it is not a bundle.") from None
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT \
@@ -491,11 +492,12 @@ def _read_manifest(archive: zipfile.ZipFile, bundle: Path) -> dict[str, Any]:
     return manifest
 
 
-def _finish(folder: Path, manifest: Mapping[str, Any]) -> None:
+def _finish(root: Root, manifest: Mapping[str, Any]) -> None:
     """Give memory files their recorded ages and write the unpacked manifest."""
     now = time.time()
+    folder = root.path
     memdir = folder / MEMORY_DIR
-    memdir.mkdir(exist_ok=True)
+    root.make_folder(memdir)
     for item in _listed(manifest, "memory"):
         rel = _safe_relative(str(item.get("file", ""))) if isinstance(item, dict) else None
         path = memdir / rel if rel is not None else None
@@ -508,8 +510,8 @@ def _finish(folder: Path, manifest: Mapping[str, Any]) -> None:
                 os.utime(path, (when, when))
             except (OverflowError, ValueError, OSError):
                 continue
-    atomic_write(folder / UNPACKED_MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
-    (folder / CONFIG_DIR).mkdir(exist_ok=True)
+    root.write(UNPACKED_MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
+    root.make_folder(CONFIG_DIR)
 
 
 # --------------------------------------------------------------------------- replay
@@ -565,7 +567,8 @@ def replay(
     if not isinstance(unpacked, UnpackResult):
         unpacked = _unpacked_from(Path(unpacked))
     _check_inside(unpacked)
-    nb = nbformat.read(str(unpacked.notebook), as_version=4)  # type: ignore[no-untyped-call]  # nbformat is unannotated
+    folder = Root.declare("given", unpacked.folder)
+    nb = nbformat.reads(folder.text(unpacked.notebook), as_version=4)  # type: ignore[no-untyped-call]  # nbformat is unannotated
     bundled = _answers(nb)
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name,
                             resources={"metadata": {"path": str(unpacked.folder)}},
@@ -578,7 +581,7 @@ def replay(
         error = _short_error(exc)
     except Exception as exc:  # the kernel could not start or died: say so, keep the file
         error = f"{type(exc).__name__}: {exc}"
-    atomic_write(unpacked.notebook, nbformat.writes(nb))  # type: ignore[no-untyped-call]  # nbformat is unannotated
+    folder.write(unpacked.notebook, nbformat.writes(nb))  # type: ignore[no-untyped-call]  # nbformat is unannotated
     replayed = _answers(nb)
     changed = [i for i, (a, b) in enumerate(zip(bundled, replayed, strict=False)) if a != b]
     ran = sum(1 for c in nb.cells if c.cell_type == "code" and c.get("execution_count"))
@@ -594,7 +597,7 @@ def _short_error(exc: Exception) -> str:
 
 def _unpacked_from(folder: Path) -> UnpackResult:
     try:
-        manifest = json.loads((folder / UNPACKED_MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads(Root.declare("given", folder).text(UNPACKED_MANIFEST))
     except (OSError, ValueError, RecursionError):
         raise BundleError(f"{folder} is not an unpacked bundle (no {UNPACKED_MANIFEST}).") from None
     if not isinstance(manifest, dict):

@@ -1,11 +1,11 @@
 """Resume a conversation after a kernel restart: from the saved notebook or a JSONL log.
 
-The notebook is the transcript (SPEC §9): every agent cell's output carries the record of
+The notebook is the transcript (docs/reference.md#the-notebook-mapping): every agent cell's output carries the record of
 its turn, and a record's ``messages`` are exactly the messages that turn added. Reading
 them in cell order rebuilds the conversation; a cell whose output was cleared, or that
 was deleted, carries no record and so is not part of it. The JSONL log beside the memdir
 (ours, or one written by the reference tool) is the other source. Either way the
-conversation starts after the last compaction and gets the clean-ups of SPEC §7
+conversation starts after the last compaction and gets the clean-ups of docs/reference.md#resume
 (``transcript.rebuild.rebuild_conversation``). A compaction (a ``%compact`` cell, or one the
 agent made during a turn) restarts the conversation at what the compaction left.
 
@@ -33,7 +33,8 @@ from jupyter_memory.context.request_parts import (
     expand_request,
     notebook_parts,
 )
-from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.errors import JupyterMemoryError, PathRefused
+from jupyter_memory.memdir.gateway import Root, Roots, person_root
 from jupyter_memory.memdir.location import projects_dir
 from jupyter_memory.transcript.reader import find_session_log, read_entries
 from jupyter_memory.transcript.rebuild import rebuild_conversation
@@ -55,6 +56,7 @@ __all__ = [
     "notebook_entries",
     "notebook_for",
     "notebook_requests",
+    "notebook_roots",
     "resume_session",
 ]
 
@@ -127,9 +129,8 @@ class Resumed:
 def has_turn_records(path: Path) -> bool:
     """Cheap check: does the saved notebook hold any turn record at all?"""
     try:
-        with open(path, "rb") as handle:
-            return TURN_MIME.encode() in handle.read()
-    except OSError:
+        return TURN_MIME.encode() in person_root(path).read(path)
+    except (OSError, PathRefused):
         return False
 
 
@@ -164,7 +165,8 @@ def notebook_entries(
     import nbformat
 
     try:
-        nb = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]  # nbformat is unannotated
+        text = person_root(path).text(path, errors="replace")
+        nb = nbformat.reads(text, as_version=4)  # type: ignore[no-untyped-call]  # nbformat is unannotated
     except FileNotFoundError:
         raise ResumeError(f"No notebook at {path}; save it first, or give its path.") from None
     except Exception as exc:  # nbformat raises several kinds for a damaged file
@@ -213,12 +215,15 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def _after_compaction(marker: Mapping[str, Any], before: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation as a compaction left it, rebuilt from its record.
+def _after_compaction(marker: Mapping[str, Any], before: list[dict[str, Any]],
+                      roots: Roots) -> tuple[list[dict[str, Any]], str | None]:
+    """The conversation as a compaction left it, rebuilt from its record, and a note
+    naming the files it named that were not read.
 
     The summary message is made again from the recorded summary exactly as the compaction
     made it; messages it kept word for word are the last ones of the conversation before
-    it; the files it re-attached are read again from disk, as the compaction did.
+    it; the files it re-attached are read again from disk, as the compaction did, but only
+    through the gateway, inside ``roots``: the record is data anyone could have written.
     """
     from jupyter_memory.agent import lifecycle
     from jupyter_memory.agent.compaction.core import INSERTED_KINDS, SUMMARY_KIND, kind_of
@@ -240,30 +245,34 @@ def _after_compaction(marker: Mapping[str, Any], before: list[dict[str, Any]]) -
     }]
     if kept_count:
         out += [copy.deepcopy(m) for m in before if kind_of(m) not in INSERTED_KINDS][-kept_count:]
-    files = [Path(str(f["path"])) for f in marker.get("files") or []
+    files = [str(f["path"]) for f in marker.get("files") or []
              if isinstance(f, Mapping) and f.get("path")]
-    out += [r.message for r in restore_files(files)]
+    restored = restore_files(files, roots)
+    out += [r.message for r in restored.files]
     texts = [t for t in marker.get("hook_context") or [] if isinstance(t, str)]
     hook = lifecycle.context_message(lifecycle.HookOutcome("SessionStart", texts=texts))
     if hook is not None:
         out.append(hook)
-    return out
+    return out, restored.note(roots)
 
 
 def conversation_from_entries(
-    entries: Sequence[tuple[str, Mapping[str, Any]]],
+    entries: Sequence[tuple[str, Mapping[str, Any]]], roots: Roots,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Play the notebook's entries in order, then apply the resume clean-ups.
 
     A turn adds its messages; a compaction replaces everything before it with what the
-    compaction left (so the conversation starts at the last one); then
-    ``transcript.rebuild.rebuild_conversation``'s clean-ups make it sendable.
+    compaction left (so the conversation starts at the last one), its files read again
+    only inside ``roots``; then ``transcript.rebuild.rebuild_conversation``'s clean-ups
+    make it sendable.
     """
     facts: dict[str, Any] = {"compacted": False, "notes": [], "summary": None}
     messages: list[dict[str, Any]] = []
     for kind, data in entries:
         if kind == "compaction":
-            messages = _after_compaction(data, messages)
+            messages, skipped = _after_compaction(data, messages, roots)
+            if skipped is not None:
+                facts["notes"].append(skipped)
             facts["compacted"], facts["summary"] = True, str(data["summary"])
         else:
             messages.extend(copy.deepcopy(dict(m)) for m in data["messages"] if isinstance(m, Mapping))
@@ -387,20 +396,24 @@ def _what_needs(record: Mapping[str, Any], digest: str) -> str:
 
 
 def conversation_from_notebook(
-    path: Path, *, before_source: str | None = None, env: Mapping[str, str] | None = None
+    path: Path, *, before_source: str | None = None, roots: Roots | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Resumed:
     """Rebuild the conversation from a saved notebook's turn records and compactions.
 
-    A record keeps each long text once per session (version 3): a text stored in an
-    output that was cleared or deleted since is read from the session's log (found under
-    ``<base>/projects``, ``env`` choosing the base), or the turn and tool call that need
-    it are named in a :class:`ResumeError`.
+    Files a record names are read again only inside ``roots`` (a session's; by default
+    the notebook's own project and memdir, :func:`notebook_roots`). A record keeps each
+    long text once per session (version 3): a text stored in an output that was cleared
+    or deleted since is read from the session's log (found under ``<base>/projects``,
+    ``env`` choosing the base), or the turn and tool call that need it are named in a
+    :class:`ResumeError`.
     """
     path = Path(path)
     entries, skipped = notebook_entries(path, before_source=before_source)
     texts = _Texts(entries, path, env)
     entries = [(kind, texts.expand(data) if kind == "turn" else data) for kind, data in entries]
-    messages, facts = conversation_from_entries(entries)
+    messages, facts = conversation_from_entries(
+        entries, roots if roots is not None else notebook_roots(path))
     facts["notes"].extend(texts.notes())
     records = [data for kind, data in entries if kind == "turn"]
     sessions = []
@@ -459,27 +472,41 @@ def _is_prompt(entry: Mapping[str, Any]) -> bool:
 
 
 def load_conversation(
-    path: Path, *, before_source: str | None = None, env: Mapping[str, str] | None = None
+    path: Path, *, before_source: str | None = None, roots: Roots | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Resumed:
     """A notebook (``.ipynb``) or a session log (``.jsonl``), told apart by content."""
     path = Path(path).expanduser()
     if path.suffix == ".ipynb":
-        return conversation_from_notebook(path, before_source=before_source, env=env)
+        return conversation_from_notebook(path, before_source=before_source, roots=roots,
+                                          env=env)
     if path.suffix == ".jsonl":
         return conversation_from_log(path)
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(1).lstrip()
+        head = person_root(path).read(path, limit=1).lstrip()
     except FileNotFoundError:
         raise ResumeError(f"Nothing at {path}: give a saved notebook (.ipynb) or a session "
                           "log (.jsonl).") from None
+    except (OSError, PathRefused) as exc:
+        raise ResumeError(f"Could not read {path}: {exc}") from None
     if head == b"{":
         try:
-            json.loads(path.read_text(encoding="utf-8"))
-            return conversation_from_notebook(path, before_source=before_source, env=env)
+            json.loads(person_root(path).text(path))
+            return conversation_from_notebook(path, before_source=before_source, roots=roots,
+                                              env=env)
         except ValueError:
             pass
     return conversation_from_log(path)
+
+
+def notebook_roots(path: Path, env: Mapping[str, str] | None = None) -> Roots:
+    """The folders a notebook's records may name files in when no session says: the
+    notebook's project and its memdir."""
+    from jupyter_memory.memdir.location import locate
+
+    location = locate(Path(path).expanduser().parent, env)
+    return Roots((Root.declare("project", location.project_root),
+                  Root.declare("memdir", location.memdir)))
 
 
 # --------------------------------------------------------------------------- sessions
@@ -548,7 +575,8 @@ def resume_session(
     path = Path(path).expanduser()
     if not path.is_absolute():
         path = Path(os.getcwd()) / path
-    resumed = load_conversation(path, before_source=before_source, env=session.env)
+    resumed = load_conversation(path, before_source=before_source, roots=session.tool_roots(),
+                                env=session.env)
     apply_resume(session, resumed, seed_log=seed_log)
     return resumed
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.endpoint import LiveEndpoint
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir import trust_table
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
@@ -125,22 +126,22 @@ def use_sandbox(
     from jupyter_memory.localapi.echo import echo_responder
     from jupyter_memory.localapi.script import load_script
     from jupyter_memory.localapi.server import FakeAnthropic
+    from jupyter_memory.memdir.gateway import person_root
 
     turns: list[Any] = []
     path = None
     if script is not None:
         path = Path(script).expanduser()
         try:
-            turns = load_script(path.read_text(encoding="utf-8"))
+            turns = load_script(person_root(path).text(path))  # the script the person named
         except OSError as exc:
             raise SandboxError(f"cannot read the script {path}: {exc.strerror or exc}.") from None
         except (ValueError, TypeError) as exc:
             raise SandboxError(f"{path} is not a fake_api script: {exc} "
                                "(see docs/fake-api.md for the format).") from None
     if mode == "live":
-        environ = os.environ if env is None else env
-        if not any(environ.get(k) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                                            "ANTHROPIC_BASE_URL")):
+        if not any(trust_table.env(k, env) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+                                                     "ANTHROPIC_BASE_URL")):
             raise SandboxError(CONNECT_HELP)
         box = Sandbox("live", stopped=_stop_recording(session), env=session.env)
     else:

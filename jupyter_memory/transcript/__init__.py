@@ -1,4 +1,4 @@
-"""The JSONL session log (SPEC §7), one concern per module.
+"""The JSONL session log (docs/reference.md#the-transcript), one concern per module.
 
 - :mod:`~jupyter_memory.transcript.writer`: appending entries the way the reference does.
 - :mod:`~jupyter_memory.transcript.reader`: reading a log fast, from its last compaction

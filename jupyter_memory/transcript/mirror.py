@@ -1,4 +1,4 @@
-"""Mirror every finished turn into the session's JSONL log (SPEC §7).
+"""Mirror every finished turn into the session's JSONL log (docs/reference.md#the-transcript).
 
 The notebook is the primary transcript; the log beside the memdir is the mirror the
 reference tool can read. A turn is logged once it has ended and its messages are final
@@ -55,11 +55,11 @@ class LoggedSession(Protocol):
 
 def git_branch(folder: Path) -> str | None:
     """The current branch of ``folder``'s repository, or None outside git."""
+    from jupyter_memory.memdir.team.git import run_git
+
     try:
-        out = subprocess.run(
-            ["git", "-C", str(folder), "rev-parse", "--abbrev-ref", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
-        )
+        out = run_git(["-C", str(folder), "rev-parse", "--abbrev-ref", "HEAD"], cwd=None,
+                      env=None, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     branch = out.stdout.strip()

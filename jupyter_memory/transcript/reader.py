@@ -1,4 +1,4 @@
-"""Reading the JSONL session log fast, from its last compaction boundary (SPEC §7).
+"""Reading the JSONL session log fast, from its last compaction boundary (docs/reference.md#the-transcript).
 
 Blank, corrupt and unknown lines are skipped and counted, never fatal. A large log is
 read from its last ``compact_boundary`` without parsing anything before it: the boundary
@@ -14,8 +14,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
+from jupyter_memory.errors import PathRefused
+from jupyter_memory.memdir.gateway import Root, person_root
 from jupyter_memory.transcript.entries import KNOWN_TYPES, is_boundary, is_valid, last_boundary
 
 __all__ = ["FAST_PATH_BYTES", "EntryList", "ReadStats", "find_session_log", "read_entries"]
@@ -63,7 +65,8 @@ class EntryList(list[dict[str, Any]]):
         self.stats = stats
 
 
-def read_entries(path: Path, *, from_last_boundary: bool = True) -> EntryList:
+def read_entries(path: Path, *, from_last_boundary: bool = True,
+                 root: Root | None = None) -> EntryList:
     """Read a session log, skipping blank, corrupt and unknown lines without failing.
 
     With ``from_last_boundary`` the result starts at the last ``compact_boundary`` entry
@@ -71,11 +74,12 @@ def read_entries(path: Path, *, from_last_boundary: bool = True) -> EntryList:
     searching the file backwards for its byte pattern, and nothing before it is parsed or
     kept in memory. Entries of types other than user, assistant and system (progress,
     file-history snapshots, ...) are dropped and spliced out of the ``parentUuid`` chain:
-    a child of a dropped entry is re-pointed at that entry's own parent.
+    a child of a dropped entry is re-pointed at that entry's own parent. The log is read
+    through ``root`` (default: its own folder, as a path the person gave).
     """
     path = Path(path)
     stats = ReadStats(path=path)
-    with open(path, "rb") as handle:
+    with (root or person_root(path)).reader(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         stats.file_bytes = size
         start = 0
@@ -98,7 +102,7 @@ def read_entries(path: Path, *, from_last_boundary: bool = True) -> EntryList:
 
 
 
-def _parse(handle: BinaryIO, stats: ReadStats) -> list[dict[str, Any]]:
+def _parse(handle: IO[bytes], stats: ReadStats) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     spliced: dict[str, Any] = {}  # uuid of a dropped entry -> its (resolved) parent
@@ -142,7 +146,7 @@ def _parse(handle: BinaryIO, stats: ReadStats) -> list[dict[str, Any]]:
     return out
 
 
-def _find_last_boundary(handle: BinaryIO, size: int, stats: ReadStats) -> int | None:
+def _find_last_boundary(handle: IO[bytes], size: int, stats: ReadStats) -> int | None:
     """Byte offset of the line holding the last real compaction boundary, or None.
 
     Blocks are read from the end towards the start; each hit of the pattern is
@@ -176,7 +180,7 @@ def _find_last_boundary(handle: BinaryIO, size: int, stats: ReadStats) -> int | 
     return None
 
 
-def _line_start(handle: BinaryIO, data: bytes, low: int, hit: int) -> int:
+def _line_start(handle: IO[bytes], data: bytes, low: int, hit: int) -> int:
     newline = data.rfind(b"\n", 0, hit)
     if newline != -1:
         return low + newline + 1
@@ -207,15 +211,18 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 
 def find_session_log(session_id: str, projects: Path) -> Path | None:
     """The log ``<projects>/<key>/<session id>.jsonl`` of the session, whatever folder it
-    ran in, or None (no such log, or an id that is not one)."""
+    ran in, or None (no such log, or an id that is not one). Read through the gateway:
+    a folder or log that is a symbolic link is passed over."""
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         return None
+    root = Root.declare("config", projects, label="the session logs folder")
     try:
-        folders = sorted(p for p in Path(projects).iterdir() if p.is_dir() and not p.is_symlink())
-    except OSError:
+        folders = sorted(e.name for e in root.scandir()
+                         if e.is_dir(follow_symlinks=False))
+    except (OSError, PathRefused):
         return None
     for folder in folders:
-        log = folder / f"{session_id}.jsonl"
-        if log.is_file() and not log.is_symlink():
-            return log
+        name = f"{folder}/{session_id}.jsonl"
+        if root.is_file(name):
+            return root.locate(name)
     return None

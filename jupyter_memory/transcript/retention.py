@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import stat
 import time
 from pathlib import Path
+
+from jupyter_memory.memdir.gateway import Root
 
 __all__ = ["RETENTION_DAYS", "cleanup_old_transcripts"]
 
@@ -30,16 +31,18 @@ def cleanup_old_transcripts(
     removed: list[Path] = []
     if not projects_dir.is_dir():
         return removed
-    for key_dir in sorted(projects_dir.iterdir()):
+    root = Root.declare("projects", projects_dir)
+    for name in root.listdir():
+        key_dir = projects_dir / name
         if key_dir.is_symlink() or not key_dir.is_dir() or key_dir.name == "memory":
             continue
-        for log in sorted(key_dir.glob("*.jsonl")):
+        for log in root.matching("*.jsonl", key_dir):
             if _old_regular_file(log, cutoff):
-                log.unlink()
+                root.remove(log)
                 removed.append(log)
                 folder = key_dir / log.stem
                 if folder.name != "memory" and folder.is_dir() and not folder.is_symlink():
-                    removed.extend(_prune_session_folder(folder, cutoff))
+                    removed.extend(_prune_session_folder(root, folder, cutoff))
     return removed
 
 
@@ -51,21 +54,21 @@ def _old_regular_file(path: Path, cutoff: float) -> bool:
     return stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff
 
 
-def _prune_session_folder(folder: Path, cutoff: float) -> list[Path]:
+def _prune_session_folder(root: Root, folder: Path, cutoff: float) -> list[Path]:
     removed: list[Path] = []
-    for root, dirs, files in os.walk(folder, topdown=True, followlinks=False):
+    for here, dirs, files in root.walk(folder):
         dirs[:] = [d for d in dirs if d != "memory"]
         for name in files:
-            path = Path(root) / name
+            path = Path(here) / name
             if not name.lower().endswith(".md") and _old_regular_file(path, cutoff):
-                path.unlink()
+                root.remove(path)
                 removed.append(path)
-    for root, _dirs, _files in os.walk(folder, topdown=False, followlinks=False):
-        path = Path(root)
-        if "memory" in path.relative_to(folder).parts or path.is_symlink():
+    for here, _dirs, _files in reversed(list(root.walk(folder))):
+        path = Path(here)
+        if "memory" in path.relative_to(root.locate(folder)).parts or path.is_symlink():
             continue
         try:
-            path.rmdir()  # only succeeds when empty
+            root.remove_folder(path)  # only succeeds when empty
         except OSError:
             continue
         removed.append(path)

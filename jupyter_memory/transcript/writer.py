@@ -1,4 +1,4 @@
-"""Writing the JSONL session log (SPEC §7): append-only, the way the reference writes it.
+"""Writing the JSONL session log (docs/reference.md#the-transcript): append-only, the way the reference writes it.
 
 One file per session (``<base>/projects/<key>/<session>.jsonl``), one JSON object per
 line, written the way the reference writes it so the two tools can read each other's
@@ -10,7 +10,6 @@ last line, which the reader skips and the writer steps over. Subagents log to
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import uuid as uuidlib
@@ -20,6 +19,7 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any, Literal
 
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.transcript.entries import MESSAGE_TYPES
 
 __all__ = ["TranscriptWriter", "subagent_writer"]
@@ -62,24 +62,23 @@ def _encode(entry: dict[str, Any]) -> bytes:
         return json.dumps(entry, separators=(",", ":")).encode("ascii") + b"\n"
 
 
-def _scan_uuids(path: Path, chunk: int = 4 * 1024 * 1024) -> set[str]:
+def _scan_uuids(path: Path, root: Root, chunk: int = 4 * 1024 * 1024) -> set[str]:
     """Every ``uuid`` key in a log, found by pattern rather than by parsing each line."""
     found: set[str] = set()
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
+        with root.reader(path) as handle:
+            rest = b""
+            while True:
+                block = handle.read(chunk)
+                if not block:
+                    break
+                data = rest + block
+                cut = data.rfind(b"\n") + 1
+                found.update(_uuid_keys(data, cut))
+                rest = data[cut:]
+            found.update(_uuid_keys(rest, len(rest)))
     except FileNotFoundError:
-        return found
-    with handle:
-        rest = b""
-        while True:
-            block = handle.read(chunk)
-            if not block:
-                break
-            data = rest + block
-            cut = data.rfind(b"\n") + 1
-            found.update(_uuid_keys(data, cut))
-            rest = data[cut:]
-        found.update(_uuid_keys(rest, len(rest)))
+        pass
     return found
 
 
@@ -88,13 +87,6 @@ def _uuid_keys(data: bytes, end: int) -> Iterable[str]:
         start = match.start()
         if start and data[start - 1] in b"{,":
             yield match.group(1).decode("utf-8", "replace")
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 class TranscriptWriter:
@@ -124,6 +116,8 @@ class TranscriptWriter:
         fsync: bool = False,
     ) -> None:
         self.path = Path(path)
+        #: The log's folder as a gateway root: the log is appended to, never through a link.
+        self.root = Root.declare("transcripts", self.path.parent)
         self.session_id = session_id
         self.cwd = str(cwd)
         self.version = version
@@ -296,7 +290,7 @@ class TranscriptWriter:
 
     def _known_uuids(self) -> set[str]:
         if self._uuids is None:
-            self._uuids = _scan_uuids(self.path)
+            self._uuids = _scan_uuids(self.path, self.root)
         return self._uuids
 
     def _submit(self, entry: dict[str, Any], *, real: bool) -> str:
@@ -317,20 +311,9 @@ class TranscriptWriter:
 
     def _write_pending(self) -> None:
         data = b"".join(self._pending)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(self.path, flags, 0o600)
-        try:
-            size = os.fstat(fd).st_size
-            if size == 0:
-                os.fchmod(fd, 0o600)  # whatever the umask did, a log is private
-            elif os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data  # a crash left a torn line: start on a fresh one
-            _write_all(fd, data)
-            if self.fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        self.root.make_folder(mode=0o700)
+        # A log is private (0600), and a crash that left a torn line starts on a fresh one.
+        self.root.append(self.path, data, mode=0o600, fresh_line=True, fsync=self.fsync)
         self.lines_written += len(self._pending)
         self._pending.clear()
 

@@ -34,9 +34,9 @@ __all__ = [
     "turn_memories",
 ]
 
-#: Prefetch budget of one turn: 5 files of at most 4,096 bytes (SPEC §4 B).
+#: Prefetch budget of one turn: 5 files of at most 4,096 bytes (docs/reference.md#path-b-relevance-prefetch).
 PREFETCH_TURN_BYTES = MAX_FILES_PER_TURN * MAX_FILE_BYTES
-#: Prefetch budget of one session; past it no new prefetch starts (SPEC §4 B).
+#: Prefetch budget of one session; past it no new prefetch starts (docs/reference.md#path-b-relevance-prefetch).
 PREFETCH_SESSION_BYTES = SESSION_BUDGET_BYTES
 #: Characters of an item's text shown before a "show all" toggle.
 PREVIEW_CHARS = 2_000

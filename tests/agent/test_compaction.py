@@ -33,6 +33,7 @@ from jupyter_memory.agent.compaction.restore import restore_files
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.localapi import ToolCall, Turn
+from jupyter_memory.memdir.gateway import Root, Roots
 from jupyter_memory.recall.conversation import budget_used
 
 MODEL = "claude-haiku-4-5"  # a 200K window
@@ -526,7 +527,8 @@ def test_reattached_files_are_capped(tmp_path):
         path.write_text(f"line {i} " * 10 + "\n" * 0 + "\n".join("y" * 80 for _ in range(400)))
         paths.append(path)
     (tmp_path / "blob.bin").write_bytes(b"\0\1\2")
-    restored = restore_files([tmp_path / "blob.bin", *paths])
+    folder = Roots((Root.declare("project", tmp_path),))
+    restored = restore_files([tmp_path / "blob.bin", *paths], folder).files
     assert len(restored) == MAX_FILES
     assert [r.path for r in restored] == paths[:MAX_FILES]
     assert all(r.truncated and r.tokens <= FILE_TOKENS + 100 for r in restored)

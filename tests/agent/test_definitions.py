@@ -14,6 +14,7 @@ from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.cli import app as cli
 from jupyter_memory.errors import ConfigError
 from jupyter_memory.localapi import ToolCall, Turn
+from jupyter_memory.memdir.trust import trust_folder
 
 REVIEWER = """\
 ---
@@ -36,10 +37,12 @@ def run(*argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture(autouse=True)
 def reviewer(project: Path) -> Path:
-    """Every test's project defines the agent ``data-reviewer`` (``REVIEWER``)."""
+    """Every test's project defines the agent ``data-reviewer`` (``REVIEWER``) and is
+    trusted (a project's agents run only then)."""
     path = project / ".claude" / "agents" / "data-reviewer.md"
     path.parent.mkdir(parents=True)
     path.write_text(REVIEWER)
+    trust_folder(project)
     return path
 
 

@@ -16,6 +16,7 @@ from jupyter_memory.agent.hooks import TurnHook
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import Session
 from jupyter_memory.localapi import ToolCall, Turn
+from jupyter_memory.memdir.trust import trust_folder
 from jupyter_memory.sessions import recording as record
 from jupyter_memory.sessions.recording import RecordingError
 from jupyter_memory.sessions.sandbox import sandbox_of, use_sandbox
@@ -140,6 +141,7 @@ def _define_reviewer(project: Path) -> None:
     agents = project / ".claude" / "agents"
     agents.mkdir(parents=True)
     (agents / "data-reviewer.md").write_text(REVIEWER, encoding="utf-8")
+    trust_folder(project)  # a project's own agents run only in a trusted folder
 
 
 def test_a_child_session_shares_the_endpoint_runner_and_ledger(project: Path, fake_api) -> None:

@@ -134,18 +134,22 @@ def test_hard_linked_memory_is_replaced_not_written_through(hostile: dict[str, P
     assert os.stat(memdir / "hard.md").st_ino != os.stat(outside / "hard.md").st_ino
 
 
-def test_memdir_link_into_the_project_is_a_project_write(hostile: dict[str, Path]) -> None:
+def test_memdir_link_into_the_project_is_neither_read_nor_written(
+    hostile: dict[str, Path],
+) -> None:
+    """A link from one root into another is followed by neither a read nor a write (the
+    gateway follows a link for a read only while it stays in the same root)."""
     project, memdir = hostile["project"], hostile["memdir"]
     before = (project / "analysis.py").read_bytes()
     ask = ToolContext(project_root=project, memdir=memdir,
                       permission=PermissionPolicy(mode="ask", interactive=False))
-    run("Read", ask, file_path=str(memdir / "to_project.md"))
+    read = run("Read", ask, file_path=str(memdir / "to_project.md"))
+    assert read.is_error and "symbolic link" in read.content
     result = run("Write", ask, file_path=str(memdir / "to_project.md"), content="pwned\n")
-    assert result.is_error and "Permission denied" in result.content
+    assert result.is_error and "symbolic link" in result.content
     confined = allow_all(hostile, restrict_to_memdir=True)
-    run("Read", confined, file_path=str(memdir / "to_project.md"))
     result = run("Write", confined, file_path=str(memdir / "to_project.md"), content="pwned\n")
-    assert result.is_error and "only write inside the memory directory" in result.content
+    assert result.is_error and "symbolic link" in result.content
     assert (project / "analysis.py").read_bytes() == before
 
 

@@ -27,6 +27,7 @@ from shell_helpers import MakeIp
 from jupyter_memory.cli import app as cli
 from jupyter_memory.commands import BOTH, command_named
 from jupyter_memory.localapi import ToolCall, Turn
+from jupyter_memory.memdir.trust import trust_folder
 
 REVIEWER = """\
 ---
@@ -50,6 +51,7 @@ def project(tmp_path: Path) -> Path:
     (root / ".claude" / "agents").mkdir(parents=True)
     (root / ".claude" / "agents" / "reviewer.md").write_text(REVIEWER, encoding="utf-8")
     (root / "CLAUDE.md").write_text("Use polars, not pandas.\n", encoding="utf-8")
+    trust_folder(root)  # a project's own agents run only in a trusted folder
     return root
 
 

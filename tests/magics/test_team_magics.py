@@ -12,6 +12,7 @@ import pytest
 from shell_helpers import fails, run
 
 from jupyter_memory.localapi import ToolCall, Turn
+from jupyter_memory.memdir.trust import trust_folder
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -63,6 +64,7 @@ def test_agent_cell_runs_a_defined_agent(ip, fake_api, tmp_path: Path) -> None:
     (agents / "data-reviewer.md").write_text(
         "---\nname: data-reviewer\ndescription: Reviews joins\ntools: Read, Grep\n"
         "memory: local\n---\nYou review joins and remember recurring mistakes.\n")
+    trust_folder(tmp_path / "proj")  # a project's own agents run only in a trusted folder
     memdir = tmp_path / "proj" / ".claude" / "agent-memory-local" / "data-reviewer"
     note = ("---\nname: refunds\ndescription: refunds vanish in inner joins\ntype: feedback\n"
             "---\nUse left joins for refunds.\n")

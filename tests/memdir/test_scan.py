@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyter_memory.memdir import scan as scan_mod
 from jupyter_memory.memdir.clock import iso_utc
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.scan import ScanCache, describe, list_files, manifest, scan
 
 NOW = 1_780_000_000.0  # a fixed clock for ages
@@ -152,14 +152,14 @@ def test_symlinks_leading_outside_are_skipped(tmp_path: Path) -> None:
 def test_unreadable_file_is_listed_with_error(
     shapes_memdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = scan_mod.read_head
+    real = Root.head
 
-    def flaky(path: object, max_lines: int = 30) -> str:
+    def flaky(self: Root, path: object, max_lines: int = 30, **options: int) -> str:
         if str(path).endswith("feedback_plots.md"):
             raise PermissionError(13, "Permission denied")
-        return real(path, max_lines)
+        return real(self, path, max_lines, **options)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(scan_mod, "read_head", flaky)
+    monkeypatch.setattr(Root, "head", flaky)  # scans read every head through the gateway
     memories = {m.file: m for m in scan(shapes_memdir)}
     assert set(memories) == set(FILES)
     assert "Permission denied" in (memories["feedback_plots.md"].error or "")

@@ -62,5 +62,5 @@ def test_team_checks_refuse_user_memories_and_bad_agent_names():
     check_team_type(None, "team/db.md")
     assert check_agent_name("data-reviewer") == "data-reviewer"
     for bad in ("..", "a..b", "-x", 3, "x" * 129):
-        with pytest.raises(ConfigError, match="cannot name a folder"):
+        with pytest.raises(ConfigError, match="is not an agent name"):
             check_agent_name(bad)

@@ -15,6 +15,7 @@ from jupyter_memory.memdir.settings import (
     settings_paths,
 )
 from jupyter_memory.memdir.trust import trust_folder
+from jupyter_memory.memdir.trust_table import UnknownField
 
 
 @pytest.fixture
@@ -68,15 +69,24 @@ def test_merge_precedence_and_per_source_values(
         "list": [2],
     }
     assert s.user["c"] == "user" and s.project["c"] == "project" and s.local["c"] == "local"
-    assert s.get("b") == "project" and s.get("missing", 5) == 5
-    found = s.lookup("c")
-    assert found is not None and (found.value, found.source, found.file) == (
-        "local",
-        "local",
-        files["local"],
-    )
-    assert s.lookup("missing") is None
     assert all(src.exists for src in s.sources)
+
+
+def test_lookup_reads_through_the_trust_table(
+    project: Path, env: dict[str, str], files: dict[str, Path]
+) -> None:
+    put(files["user"], {"cleanupPeriodDays": 1, "autoMemoryEnabled": True})
+    put(files["project"], {"cleanupPeriodDays": 2, "hooks": {"Stop": []}})
+    put(files["local"], {"cleanupPeriodDays": 3})
+    s = load_settings(project, env)
+    found = s.lookup("cleanupPeriodDays")
+    assert found is not None and (found.value, found.source, found.file) == (3, "local", files["local"])
+    assert s.get("autoMemoryEnabled") is True and s.get("teamMemoryDirectory", 5) == 5
+    assert s.get("hooks") is None  # a project's hooks count only in a trusted folder
+    reading = s.reading("hooks", "project")
+    assert reading is not None and not reading.taken and reading.why == "this folder is not trusted"
+    with pytest.raises(UnknownField, match="not in the trust table"):
+        s.lookup("c")
 
 
 @pytest.mark.parametrize(
@@ -198,7 +208,8 @@ def test_memory_directory_in_shared_project_file_is_ignored(
     s = load_settings(project, env)
     assert s.memory_directory() is None
     assert s.ignored_memory_directory == files["project"]
-    assert s.get("autoMemoryDirectory") == "~/.ssh"  # still visible in the raw merge
+    assert s.merged["autoMemoryDirectory"] == "~/.ssh"  # still visible in the raw merge
+    assert s.get("autoMemoryDirectory") is None
 
 
 def test_invalid_memory_directory_raises_only_when_asked(

@@ -309,10 +309,15 @@ def test_index_is_not_a_memory(store: MemoryStore) -> None:
     assert store.resolve("MEMORY.md", allow_index=True) == store.index_path
 
 
-def test_symlink_inside_memdir_is_allowed(store: MemoryStore) -> None:
+def test_a_link_inside_the_memdir_is_read_but_never_written_through(store: MemoryStore) -> None:
+    """The gateway follows a link for a read while it stays in the memdir; a write never
+    goes through a link, wherever it leads."""
     (store.memdir / "real").mkdir(parents=True)
     (store.memdir / "alias").symlink_to(store.memdir / "real")
-    store.write_file("alias/x.md", "hello\n")
+    store.write_file("real/x.md", "hello\n")
+    assert store.read("alias/x.md") == "hello\n"
+    with pytest.raises(InvalidPath, match="symbolic link"):
+        store.write_file("alias/x.md", "changed\n")
     assert (store.memdir / "real" / "x.md").read_text() == "hello\n"
 
 

@@ -19,6 +19,7 @@ from jupyter_memory.errors import ConfigError, SecretRefused
 from jupyter_memory.memdir import team
 from jupyter_memory.memdir.location import locate
 from jupyter_memory.memdir.store import InvalidMemory
+from jupyter_memory.memdir.trust import trust_folder
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -75,16 +76,19 @@ def test_team_setting_user_and_project_rules(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "--quiet", str(project)], check=True)
     settings = project / ".claude" / "settings.json"
     settings.write_text(json.dumps({"teamMemoryDirectory": "team-memory"}))
+    where = team.team_location(locate(project, env), env)  # a clone: not trusted yet
+    assert where.source == "default" and "not trusted" in where.notes[0]
+    trust_folder(project, env)
     where = team.team_location(locate(project, env), env)
     assert where.folder == project.resolve() / "team-memory" and where.source == "project"
     assert where.active  # a setting turns team mode on even before the folder exists
 
     settings.write_text(json.dumps({"teamMemoryDirectory": "../../elsewhere"}))
-    with pytest.raises(ConfigError, match="outside the repository"):
-        team.team_location(locate(project, env), env)
+    where = team.team_location(locate(project, env), env)
+    assert where.source == "default" and "outside the project" in where.notes[0]
 
     user = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
-    user.parent.mkdir(parents=True)
+    user.parent.mkdir(parents=True, exist_ok=True)  # the trust record made it
     user.write_text(json.dumps({"teamMemoryDirectory": str(tmp_path / "shared")}))
     where = team.team_location(locate(project, env), env)  # user settings win over project
     assert where.folder == tmp_path / "shared" and where.source == "user"
@@ -269,6 +273,7 @@ def test_team_folder_inside_the_project_repository(tmp_path: Path, remote: Path)
     (project / ".claude").mkdir()
     (project / ".claude" / "settings.json").write_text(
         json.dumps({"teamMemoryDirectory": "team-memory"}))
+    trust_folder(project, ana)  # a cloned project's settings count once it is trusted
     (project / "analysis.py").write_text("print('hi')\n")  # not the team's business
     code, out, err = run("add", "--project", str(project), "--name", "fiscal year",
                          "--description", "fiscal year starts in April", "--type", "project",
@@ -296,6 +301,7 @@ _WRITER = """
 import sys
 from pathlib import Path
 from jupyter_memory.memdir.location import locate
+from jupyter_memory.memdir.trust import trust_folder
 from jupyter_memory.memdir.team import open_store
 who, count = sys.argv[1], int(sys.argv[2])
 store = open_store(locate(Path(sys.argv[3])))

@@ -1,4 +1,4 @@
-"""Compaction: keep the conversation inside the model's context window (SPEC §7).
+"""Compaction: keep the conversation inside the model's context window (docs/reference.md#compaction).
 
 - :func:`microcompact` clears old tool outputs (all but the newest 5), model-free.
 - :func:`compact` replaces the conversation with a summary (session notes first, else

@@ -1,4 +1,4 @@
-"""How big the next request is, and which SPEC §7 level that puts it at.
+"""How big the next request is, and which compaction level (docs/reference.md#compaction) that puts it at.
 
 The count follows the reference: the real usage of the last response (which covers
 everything up to and including the last assistant message) plus an offline estimate of

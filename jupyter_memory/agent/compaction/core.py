@@ -1,4 +1,4 @@
-"""Full compaction: replace the conversation with a summary (SPEC §7).
+"""Full compaction: replace the conversation with a summary (docs/reference.md#compaction).
 
 :func:`compact` summarises everything before the turn in progress (or everything, when
 no turn is running): from the session-memory notes when they are fresh (no model call),
@@ -230,7 +230,7 @@ def compact(
     exclude = read_paths([*kept, *tail], ctx.project_root) + sorted(
         instruction_paths(session.instructions))
     candidates = recent_files(history, list(ctx.read_files), ctx.project_root, exclude=exclude)
-    restored = restore_files(candidates)
+    restored = restore_files(candidates, ctx.roots).files
     reset_read_record(ctx, restored)
     instruction_file = reread_instructions(session)
     start = lifecycle.run(session, "SessionStart", {"source": "compact"}, match="compact")

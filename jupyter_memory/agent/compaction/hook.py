@@ -1,4 +1,4 @@
-"""The turn hook that watches the context before every model call (SPEC §7).
+"""The turn hook that watches the context before every model call (docs/reference.md#compaction).
 
 Before each call: after an idle gap (the prompt cache has expired anyway) old tool
 outputs are cleared; past the autocompact level the conversation is compacted; past

@@ -1,4 +1,4 @@
-"""The summary request and what is kept of its answer (SPEC §7).
+"""The summary request and what is kept of its answer (docs/reference.md#compaction).
 
 The model first thinks in an ``<analysis>`` scratchpad, then writes a nine-section
 ``<summary>``. Only the summary is kept: the scratchpad helps the model be thorough

@@ -5,7 +5,7 @@ recently are read again from disk and attached (at most :data:`MAX_FILES`, each 
 :data:`FILE_TOKENS`, all together within :data:`TOTAL_TOKENS`). The record of files
 read is then cleared, so anything else is read again before it is edited. The
 project's instruction file is re-read from disk, and path-scoped rules wait for a
-matching read again (SPEC §3, §7).
+matching read again (docs/reference.md#instruction-memory and #compaction).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.tokens import estimate_tokens
+from jupyter_memory.errors import PathRefused
+from jupyter_memory.memdir.gateway import Root, Roots
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.host import SessionHost
@@ -84,10 +86,11 @@ def _numbered(lines: list[str], first: int = 1) -> str:
     return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, first))
 
 
-def render_file(path: Path, limit: int = FILE_TOKENS) -> tuple[str, int, bool] | None:
-    """The file as numbered lines within ``limit`` tokens: (text, tokens, truncated)."""
+def render_file(path: Path, root: Root, limit: int = FILE_TOKENS) -> tuple[str, int, bool] | None:
+    """The file (read through ``root``) as numbered lines within ``limit`` tokens:
+    (text, tokens, truncated)."""
     try:
-        raw = path.read_bytes()
+        raw = root.read(path)
     except OSError:
         return None
     if b"\0" in raw[:8192]:
@@ -111,14 +114,46 @@ def render_file(path: Path, limit: int = FILE_TOKENS) -> tuple[str, int, bool] |
     return text, estimate_tokens(text), truncated
 
 
-def restore_files(candidates: Sequence[Path]) -> list[RestoredFile]:
-    """Re-read up to :data:`MAX_FILES` candidates within the token budgets."""
+@dataclass(frozen=True)
+class Restored:
+    """The files re-attached, and the paths refused because they lie outside the roots."""
+
+    files: list[RestoredFile]
+    skipped: list[str]
+
+    def note(self, roots: Roots) -> str | None:
+        """One line naming the skipped paths, or None."""
+        if not self.skipped:
+            return None
+        count = len(self.skipped)
+        return (f"skipped re-reading {count} file{'s' if count != 1 else ''} a compaction record "
+                f"named outside {roots.describe()}: {', '.join(self.skipped)}")
+
+
+def restore_files(candidates: Sequence[Path | str], roots: Roots) -> Restored:
+    """Re-read up to :data:`MAX_FILES` candidates within the token budgets.
+
+    Every path is resolved through the gateway against ``roots`` (the session's): a
+    compaction record in a saved notebook is data anyone can write, so a path outside
+    them, or reached through a link that leads out, is never read, only named in
+    :attr:`Restored.skipped`.
+    """
     restored: list[RestoredFile] = []
+    skipped: list[str] = []
     total = 0
-    for path in candidates:
+    project = roots.get("project")
+    for raw in candidates:
         if len(restored) >= MAX_FILES:
             break
-        rendered = render_file(path)
+        given = os.path.expanduser(os.fspath(raw))
+        if not os.path.isabs(given) and project is not None:  # as the Read tool takes it
+            given = os.path.join(project.real, given)
+        try:
+            root, path = roots.locate(Path(os.path.abspath(given)))
+        except PathRefused:
+            skipped.append(os.fspath(raw))
+            continue
+        rendered = render_file(path, root)
         if rendered is None:
             continue
         text, tokens, truncated = rendered
@@ -136,7 +171,7 @@ def restore_files(candidates: Sequence[Path]) -> list[RestoredFile]:
                        "truncated": truncated},
         }
         restored.append(RestoredFile(path, tokens, truncated, message))
-    return restored
+    return Restored(restored, skipped)
 
 
 def reset_read_record(ctx: Any, restored: Sequence[RestoredFile]) -> None:

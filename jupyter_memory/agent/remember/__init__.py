@@ -1,4 +1,4 @@
-"""``%%remember``: turn a piece of text into one memory (SPEC §6, the quick-add path).
+"""``%%remember``: turn a piece of text into one memory (docs/reference.md#quick-add).
 
 Three ways to file it, from cheapest to smartest:
 

@@ -152,7 +152,7 @@ def remember_with_agent(
             if changes:
                 store.update(file, provenance="user", type=changes.get("type"),
                              name=changes.get("name"), description=changes.get("description"))
-    settle = getattr(store, "settle", None)  # the team folder's rules (SPEC §8)
+    settle = getattr(store, "settle", None)  # the team folder's rules (docs/reference.md#team-mode)
     moved = settle(files) if settle is not None else []
     if moved:  # saved, in the scope the rules give it: not a memory lost
         out.notes += [m.note for m in moved]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jupyter_memory.errors import ConfigError, MemoryDisabled
-from jupyter_memory.memdir.scopes import DEFAULT_AGENT, scope_dir
+from jupyter_memory.memdir.scopes import DEFAULT_AGENT, scope_root
 from jupyter_memory.memdir.store import MemoryStore
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ __all__ = ["scope_store"]
 def scope_store(session: Session, scope: str = "memdir", agent: str = DEFAULT_AGENT) -> MemoryStore:
     """The store of ``scope`` for ``session``; refuses when auto memory is off.
 
-    With auto memory off, agent scopes have no effect either (SPEC §8), so they are
+    With auto memory off, agent scopes have no effect either (docs/reference.md#agent-memory), so they are
     refused with the same message.
     """
     memdir = session.memdir
@@ -40,7 +40,7 @@ def scope_store(session: Session, scope: str = "memdir", agent: str = DEFAULT_AG
             raise ConfigError("This session has no team folder; team memory needs the "
                               "project's memory store (see docs/team.md).")
         return team
-    folder = scope_dir(scope, memdir=memdir, project_root=session.project_root,
-                       agent=agent, env=session.env)
-    return MemoryStore(folder, session_id=session.session_id, maintain_index=True,
-                       mark_provenance=session.config.provenance)
+    root = scope_root(scope, memdir=memdir, project_root=session.project_root,
+                      agent=agent, env=session.env)
+    return MemoryStore(root.path, session_id=session.session_id, maintain_index=True,
+                       mark_provenance=session.config.provenance, root=root)

@@ -1,8 +1,9 @@
 """Path rules and text-file helpers shared by the file tools.
 
 Every path a tool receives is normalised (``~`` expanded, relative to the project root,
-``..`` collapsed, symlinks resolved) before any check, so a ``../`` or a symlink cannot
-reach outside the project and the memdir.
+``..`` collapsed) and resolved through the gateway (``memdir/gateway.py``) against the
+session's roots, so a ``../`` or a symlink cannot reach outside the project and the memdir,
+and a write never goes through a link.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jupyter_memory.agent.tools.base import ToolContext
-from jupyter_memory.errors import InvalidPath
+from jupyter_memory.errors import InvalidPath, PathRefused
+from jupyter_memory.memdir.gateway import Root
 
 SNIFF_BYTES = 8192
 """How much of a file is examined to decide whether it is binary."""
@@ -107,29 +109,33 @@ SKIP_DIRS = frozenset({".git", "node_modules", ".ipynb_checkpoints", ".venv", "_
 
 @dataclass(frozen=True)
 class Location:
-    """A checked path: its real location and which of the two roots holds it.
+    """A checked path: where it is, which root holds it, and its memdir name.
 
-    ``memdir_file`` is the memdir-relative posix name (``""`` for the memdir itself) when
-    the path is inside the memdir, else ``None``.
+    ``memdir_file`` is the memdir-relative posix name (``""`` for the memdir itself,
+    ``team/…`` in the team folder) when the path is in the memory folder, else ``None``.
     """
 
     path: Path
     memdir_file: str | None
+    root: Root
 
     @property
     def in_memdir(self) -> bool:
         return self.memdir_file is not None
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+_MEMORY_ROOTS = ("memdir", "agent")
 
 
-def resolve(ctx: ToolContext, raw: object, *, param: str = "file_path") -> Location:
-    """Normalise a path given by the model and check it is inside the project or memdir.
+def resolve(ctx: ToolContext, raw: object, *, param: str = "file_path",
+            write: bool = False) -> Location:
+    """Normalise a path given by the model and resolve it through the gateway.
 
-    Relative paths are taken from the project root. Raises ``InvalidPath`` with the
-    allowed folders named when the path (after following symlinks) leaves them.
+    Relative paths are taken from the project root; ``~`` is the home folder. The path
+    must lie in one of the tool context's roots (the project, the memdir, the team
+    folder); a read may follow a link only while it stays in the same root, and a write
+    (``write=True``) never goes through a link. Raises ``InvalidPath`` naming the path,
+    the folders it had to be in and why.
     """
     if not isinstance(raw, str) or not raw.strip():
         raise InvalidPath(f"{param} must be a non-empty path, absolute or relative to the project.")
@@ -137,34 +143,26 @@ def resolve(ctx: ToolContext, raw: object, *, param: str = "file_path") -> Locat
         raise InvalidPath(f"{param} contains a NUL byte, which no file name can hold.")
     given = Path(os.path.expanduser(raw.strip()))
     lexical = Path(os.path.abspath(given if given.is_absolute() else ctx.project_root / given))
-    real = Path(os.path.realpath(lexical))
-    memdir = ctx.memdir
-    if memdir is not None and _inside(real, memdir):
-        rel = real.relative_to(memdir).as_posix()
-        return Location(real, "" if rel == "." else rel)
-    team = getattr(ctx, "team_dir", None)
-    if memdir is not None and team is not None and _inside(real, team):
-        rel = real.relative_to(team).as_posix()
-        return Location(real, "team" if rel == "." else f"team/{rel}")
-    if _inside(real, ctx.project_root):
-        return Location(real, None)
-    allowed = f"the project folder {ctx.project_root}"
-    if memdir is not None:
-        allowed += f" and the memory directory {memdir}"
-    if real != lexical and any(_inside(lexical, root) for root in ctx.roots()):
-        raise InvalidPath(
-            f"{raw} is reached through a symbolic link that leads to {real}, outside "
-            f"{allowed}. Use a path that stays inside them."
-        )
-    raise InvalidPath(f"{raw} is outside {allowed}; the file tools only work inside them.")
+    try:
+        root, path = ctx.roots.locate(lexical, write=write)
+    except PathRefused as exc:
+        raise InvalidPath(f"{raw}: {exc} The file tools only work inside "
+                          f"{ctx.roots.describe()}; use a path that stays inside them.") from None
+    holder = ctx.roots.holding(path) or root
+    rel = holder.relative(path)
+    if rel is None or holder.kind not in (*_MEMORY_ROOTS, "team") or ctx.memdir is None:
+        return Location(path, None, root)
+    name = rel.replace(os.sep, "/")
+    if holder.kind == "team":
+        return Location(path, "team" if not name else f"team/{name}", root)
+    return Location(path, name, root)
 
 
-def looks_binary(path: Path) -> bool:
-    """Whether ``path`` should not be shown as text (known suffix, or NUL bytes early on)."""
-    if path.suffix.lower() in BINARY_SUFFIXES:
+def looks_binary(loc: Location) -> bool:
+    """Whether a file should not be shown as text (known suffix, or NUL bytes early on)."""
+    if loc.path.suffix.lower() in BINARY_SUFFIXES:
         return True
-    with open(path, "rb") as handle:
-        return b"\x00" in handle.read(SNIFF_BYTES)
+    return b"\x00" in loc.root.read(loc.path, limit=SNIFF_BYTES)
 
 
 def binary_message(path: Path) -> str:
@@ -175,13 +173,14 @@ def binary_message(path: Path) -> str:
     )
 
 
-def read_text(path: Path) -> str:
+def read_text(loc: Location) -> str:
     """The whole text of a file for editing: UTF-8 (a BOM is dropped), line endings kept.
 
     Refuses files that are not valid UTF-8, because rewriting them would corrupt bytes
     the model never saw.
     """
-    data = path.read_bytes()
+    path = loc.path
+    data = loc.root.read(path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

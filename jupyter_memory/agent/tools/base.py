@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.tools.permissions import PermissionPolicy
 from jupyter_memory.errors import JupyterMemoryError, ToolFailed
+from jupyter_memory.memdir.gateway import Root, Roots
 from jupyter_memory.memdir.store import MemoryStore
 
 if TYPE_CHECKING:  # annotations only
@@ -88,8 +89,11 @@ class ToolContext:
     restrict_to_memdir: bool = False
     provenance: str = "agent"
     #: The team folder when it lives outside the memdir (``teamMemoryDirectory``): paths in
-    #: it count as memdir paths named ``team/…`` (SPEC §8).
+    #: it count as memdir paths named ``team/…`` (docs/reference.md#team-mode).
     team_dir: Path | None = None
+    #: The folders the file tools may reach, resolved through the gateway (a session passes
+    #: the ones it declared when it started; by default the three above).
+    roots: Roots = field(default_factory=Roots)
 
     def __post_init__(self) -> None:
         self.project_root = Path(os.path.realpath(self.project_root))
@@ -99,11 +103,11 @@ class ToolContext:
                 self.store = MemoryStore(self.memdir)
         if self.team_dir is not None:
             self.team_dir = Path(os.path.realpath(self.team_dir))
-
-    def roots(self) -> list[Path]:
-        """The folders the file tools may read: the project, then the memdir."""
-        extra = [self.team_dir] if self.team_dir is not None and self.memdir is not None else []
-        return [self.project_root] + ([self.memdir] if self.memdir is not None else []) + extra
+        if not self.roots:
+            memory = self.memdir is not None
+            self.roots = Roots((Root.declare("project", self.project_root),)).plus(
+                Root.declare("memdir", self.memdir) if memory and self.memdir else None,
+                Root.declare("team", self.team_dir) if memory and self.team_dir else None)
 
 
 Handler = Callable[[Mapping[str, Any], ToolContext], ToolResult]

@@ -9,6 +9,7 @@ Writes elsewhere in the project need the person's permission.
 from __future__ import annotations
 
 import difflib
+import io
 import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -26,7 +27,6 @@ from jupyter_memory.agent.tools.permissions import PermissionRequest
 from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.freshness import age_days, staleness_reminder
-from jupyter_memory.memdir.fsutil import atomic_write
 from jupyter_memory.memdir.store import WriteResult
 
 __all__ = [
@@ -141,7 +141,7 @@ def _read(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         )
     if not path.is_file():
         return ToolResult.error(f"{path} is not a regular file (a pipe, socket or device).")
-    if looks_binary(path):
+    if looks_binary(loc):
         return ToolResult.error(binary_message(path))
     start = max(int(input.get("offset") or 1), 1)
     limit = int(input.get("limit") or DEFAULT_LINE_LIMIT)
@@ -151,7 +151,8 @@ def _read(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     size = 0
     total = 0
     cut_at_chars = False
-    with open(path, encoding="utf-8-sig", errors="replace") as handle:
+    with loc.root.reader(path) as raw, io.TextIOWrapper(
+            raw, encoding="utf-8-sig", errors="replace") as handle:
         for total, line in enumerate(_lines(handle), 1):
             if total < start or len(shown) >= limit or cut_at_chars:
                 continue
@@ -274,10 +275,10 @@ def _save(
         ctx.written_memdir_files.add(result.file)
         notes += _index_notes(result, result.file)
         if result.file != loc.memdir_file:  # the store filed it in another scope (team → private)
-            path = ctx.store.resolve(result.file)
-            ctx.read_files[path] = path.stat().st_mtime
-            return read_text(path), notes
-        stored = read_text(loc.path)
+            moved = resolve(ctx, str(ctx.store.resolve(result.file)))
+            ctx.read_files[moved.path] = moved.path.stat().st_mtime
+            return read_text(moved), notes
+        stored = read_text(loc)
         if stored != text:
             notes.append(
                 "The memory store set frontmatter fields (such as modified and origin); "
@@ -285,7 +286,7 @@ def _save(
             )
     else:
         ctx.permission.require(PermissionRequest(tool, action, detail))
-        atomic_write(loc.path, text)
+        loc.root.write(loc.path, text)
         stored = text
     ctx.read_files[loc.path] = loc.path.stat().st_mtime
     return stored, notes
@@ -339,7 +340,7 @@ WRITE_SCHEMA: dict[str, Any] = {
 
 
 def _write(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-    loc = resolve(ctx, input["file_path"])
+    loc = resolve(ctx, input["file_path"], write=True)
     _check_writable(ctx, loc, "Write")
     content: str = input["content"]
     existed = loc.path.exists()
@@ -394,7 +395,7 @@ _SNIPPET_CONTEXT = 3  # lines shown around the first change
 
 
 def _edit(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-    loc = resolve(ctx, input["file_path"])
+    loc = resolve(ctx, input["file_path"], write=True)
     old: str = input["old_string"]
     new: str = input["new_string"]
     replace_all = bool(input.get("replace_all") or False)
@@ -409,9 +410,9 @@ def _edit(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult.error(
             "old_string and new_string are the same; there is nothing to change."
         )
-    if looks_binary(loc.path):
+    if looks_binary(loc):
         return ToolResult.error(binary_message(loc.path))
-    text = read_text(loc.path)
+    text = read_text(loc)
 
     count = text.count(old)
     if count == 0 and "\r\n" in text and "\n" in old:  # the model writes \n; the file has \r\n

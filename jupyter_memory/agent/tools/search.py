@@ -7,14 +7,14 @@ return, saying so, so one call never floods the context.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.agent.tools._fs import SKIP_DIRS, looks_binary, resolve
+from jupyter_memory.agent.tools._fs import SKIP_DIRS, Location, looks_binary, resolve
 from jupyter_memory.agent.tools.base import Tool, ToolContext, ToolResult
+from jupyter_memory.errors import PathRefused
 from jupyter_memory.memdir.fsutil import is_temp_file
 from jupyter_memory.memdir.globs import Glob
 
@@ -90,7 +90,7 @@ class GlobOptions:
         self.globs = [Glob(option) for option in options]
 
     def match(self, path: str) -> bool:
-        return any(glob.match(path) for glob in self.globs)
+        return any(option.match(path) for option in self.globs)
 
 
 def compile_glob(pattern: str) -> GlobOptions:
@@ -125,31 +125,29 @@ class _Walk:
     stopped: bool = False
 
 
-def _walk(ctx: ToolContext, base: Path, state: _Walk) -> Iterator[tuple[Path, str]]:
+def _walk(base: Location, state: _Walk) -> Iterator[tuple[Path, str]]:
     """Yield ``(path, posix path relative to base)`` of every file worth searching.
 
     Symlinked folders are not entered; a symlinked file is yielded only when its target
-    is inside the project or the memdir.
+    stays inside the same root (the gateway's rule for reads).
     """
-    roots = ctx.roots()
-    for folder, dirs, files in os.walk(base, followlinks=False):
+    root = base.root
+    for folder, dirs, files in root.walk(base.path):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         here = Path(folder)
         for name in sorted(files):
             if is_temp_file(name):
                 continue
             path = here / name
-            if path.is_symlink():
-                real = Path(os.path.realpath(path))
-                if not any(real == r or r in real.parents for r in roots) or not real.is_file():
-                    continue
+            if path.is_symlink() and not root.is_file(path):
+                continue
             if not path.is_file():
                 continue  # pipes, sockets, devices: opening one could block
             state.scanned += 1
             if state.scanned > MAX_WALK_FILES:
                 state.stopped = True
                 return
-            yield path, path.relative_to(base).as_posix()
+            yield path, path.relative_to(base.path).as_posix()
 
 
 def _mtime(path: Path) -> float:
@@ -204,12 +202,13 @@ def _glob(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     folder, pattern = _split_absolute(pattern)
     if folder is not None and input.get("path"):
         return ToolResult.error("Give either an absolute pattern or a path, not both.")
-    base = resolve(ctx, folder or input.get("path") or str(ctx.project_root), param="path").path
+    where = resolve(ctx, folder or input.get("path") or str(ctx.project_root), param="path")
+    base = where.path
     if not base.is_dir():
         return ToolResult.error(f"{base} is not a folder. Glob searches inside a folder.")
     regex = compile_glob(pattern)
     state = _Walk()
-    found = [p for p, rel in _walk(ctx, base, state) if regex.match(rel)]
+    found = [p for p, rel in _walk(where, state) if regex.match(rel)]
     found.sort(key=lambda p: (-_mtime(p), str(p)))
     meta: dict[str, Any] = {"path": str(base), "count": len(found), "truncated": False}
     if not found:
@@ -286,13 +285,13 @@ GREP_SCHEMA: dict[str, Any] = {
 }
 
 
-def _grep_targets(ctx: ToolContext, base: Path, glob: str | None, state: _Walk) -> Iterator[Path]:
-    if base.is_file():
-        yield base
+def _grep_targets(base: Location, glob: str | None, state: _Walk) -> Iterator[Path]:
+    if base.path.is_file():
+        yield base.path
         return
     name_only = glob is not None and "/" not in glob
     regex = compile_glob(glob) if glob else None
-    for path, rel in _walk(ctx, base, state):
+    for path, rel in _walk(base, state):
         if regex is None or regex.match(path.name if name_only else rel):
             yield path
 
@@ -344,7 +343,8 @@ def _grep(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         regex = compile_pattern(input["pattern"], ignore_case=bool(input.get("case_insensitive")))
     except _PatternError as exc:
         return ToolResult.error(str(exc))
-    base = resolve(ctx, input.get("path") or str(ctx.project_root), param="path").path
+    where = resolve(ctx, input.get("path") or str(ctx.project_root), param="path")
+    base = where.path
     if not base.exists():
         return ToolResult.error(f"{base} does not exist.")
     mode = input.get("output_mode") or "files_with_matches"
@@ -356,15 +356,16 @@ def _grep(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     files: list[Path] = []
     counts: dict[Path, int] = {}
     content: list[str] = []
-    for path in _grep_targets(ctx, base, input.get("glob"), state):
+    for path in _grep_targets(where, input.get("glob"), state):
+        loc = Location(path, None, where.root)
         try:
             if path.stat().st_size > MAX_GREP_FILE_BYTES:
                 skipped_large.append(path)
                 continue
-            if looks_binary(path):
+            if looks_binary(loc):
                 continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = where.root.text(path, errors="replace")
+        except (OSError, PathRefused):
             continue
         if not regex.search(text):
             continue

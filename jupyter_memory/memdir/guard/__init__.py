@@ -2,7 +2,7 @@
 
 Memories are plain-text files that are sent back to the model in later sessions and
 often end up in backups or git. A key pasted into a conversation must not become one
-(SPEC §10, weak point 7). A scan runs, in order:
+(docs/reference.md#known-weak-points, weak point 7). A scan runs, in order:
 
 1. :mod:`.normalise`: invisible characters out, look-alike punctuation to ASCII (offsets
    map back, so the redaction hides the original text);

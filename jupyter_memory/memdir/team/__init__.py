@@ -1,7 +1,7 @@
 """Team memory: the shared scope beside the private memdir, and its sync through git.
 
 A memory is either *private* (the person's own memdir) or *team* (a folder the whole
-team shares, SPEC §8); the scope names and checks are in :mod:`jupyter_memory.memdir.scopes`.
+team shares, docs/reference.md#team-mode); the scope names and checks are in :mod:`jupyter_memory.memdir.scopes`.
 The team folder is ``<memdir>/team/`` as in the reference, or the folder
 ``teamMemoryDirectory`` names. Everywhere a memory is shown its ``file`` starts with
 ``team/`` when it lives in the team folder, wherever that folder is on disk, so one name

@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.record import AUTHOR_FIELD
 from jupyter_memory.memdir.team.git import git_config
 
@@ -18,12 +19,13 @@ def author(folder: Path | None = None, env: Mapping[str, str] | None = None) -> 
     """Who is writing: the git author (``GIT_AUTHOR_NAME``, then ``user.name`` of the team
     repository), else the hub or OS user."""
     environ = os.environ if env is None else env
-    name = environ.get("GIT_AUTHOR_NAME") or git_config("user.name", folder, env)
+    name = trust_table.env("GIT_AUTHOR_NAME", environ) or git_config("user.name", folder, env)
     if name:
         return name
     for key in ("JUPYTERHUB_USER", "USER", "LOGNAME"):
-        if environ.get(key):
-            return environ[key]
+        user = trust_table.env(key, environ)
+        if user:
+            return user
     with contextlib.suppress(Exception):
         return getpass.getuser()
     return "unknown"

@@ -23,8 +23,9 @@ import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir import frontmatter
-from jupyter_memory.memdir.fsutil import read_no_follow
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.guard import find_secrets
 from jupyter_memory.memdir.scan import FileStat, list_files
 from jupyter_memory.memdir.team.state import recorded_links
@@ -84,8 +85,8 @@ def problems_in(path: Path, rel: str) -> list[str]:
         return [f"it is a symbolic link (to {target}); team memory never follows or shares "
                 "links"]
     try:
-        data = read_no_follow(path)
-    except OSError:
+        data = Root.declare("team", Path(path).parent).read(Path(path).name, follow=False)
+    except (OSError, InvalidPath):
         return []  # gone, or unreadable: doctor reports an unreadable file on its own
     return text_problems(data.decode("utf-8", errors="replace"), rel)
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.memdir import trust_table
 
-__all__ = ["TeamError", "git_config", "git_env", "git_toplevel"]
+__all__ = ["NO_SYMLINKS", "TeamError", "git_available", "git_config", "git_env", "git_toplevel",
+           "run_git"]
 
 
 class TeamError(JupyterMemoryError):
@@ -24,23 +26,45 @@ class TeamError(JupyterMemoryError):
 def git_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of every git call: never a prompt or an editor, messages in English."""
     base = dict(os.environ if env is None else env)
-    base.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
+    base["PATH"] = trust_table.env("PATH", base) or trust_table.env("PATH") or "/usr/bin:/bin"
     base["GIT_TERMINAL_PROMPT"] = "0"
     base["GIT_EDITOR"] = "true"
     base.setdefault("LC_ALL", "C")
     return base
 
 
+#: Every git call checks symbolic links out as plain files holding the link's target: a
+#: link a teammate (or a hostile remote) committed never becomes a link on this disk.
+NO_SYMLINKS = ("-c", "core.symlinks=false")
+
+
+def git_available() -> bool:
+    """Whether a ``git`` program is on ``PATH``."""
+    return shutil.which("git") is not None
+
+
+def run_git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None,
+            timeout: float | None = None, stdin: str | None = None,
+            extra_env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The one place team git runs: ``git -c core.symlinks=false ARGS`` in ``cwd``.
+
+    What it writes into the team folder is checked through the gateway afterwards
+    (``Root.links_below``). Raises ``OSError`` when git cannot start and
+    ``subprocess.TimeoutExpired`` past ``timeout``.
+    """
+    full = git_env(env)
+    full.update(extra_env or {})
+    return subprocess.run(["git", *NO_SYMLINKS, *args], cwd=cwd, capture_output=True,
+                          text=True, env=full, timeout=timeout, check=False, input=stdin)
+
+
 def git_config(key: str, folder: Path | None, env: Mapping[str, str] | None) -> str | None:
     """A git config value as seen from ``folder`` (None: unset, or no git)."""
-    if shutil.which("git") is None:
+    if not git_available():
         return None
     cwd = folder if folder is not None and folder.is_dir() else None
     try:
-        out = subprocess.run(
-            ["git", "config", "--get", key], cwd=cwd, capture_output=True, text=True,
-            env=git_env(env), timeout=30, check=False,
-        )
+        out = run_git(["config", "--get", key], cwd=cwd, env=env, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     value = out.stdout.strip()
@@ -49,8 +73,7 @@ def git_config(key: str, folder: Path | None, env: Mapping[str, str] | None) -> 
 
 def git_toplevel(folder: Path) -> Path | None:
     """The top of the git repository ``folder`` is in, or None."""
-    if shutil.which("git") is None or not Path(folder).is_dir():
+    if not git_available() or not Path(folder).is_dir():
         return None
-    done = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder,
-                          capture_output=True, text=True, env=git_env(), check=False)
+    done = run_git(["rev-parse", "--show-toplevel"], cwd=folder, env=None)
     return Path(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None

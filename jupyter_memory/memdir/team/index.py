@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.errors import InvalidPath
-from jupyter_memory.memdir.fsutil import atomic_write, read_no_follow
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.index import (
     INDEX_NAME,
     edit_entries,
@@ -103,7 +103,8 @@ def index_text(folder: Path) -> str:
     """The raw team ``MEMORY.md`` ('' when there is none, or when it is a link, which is
     never read: it could pull any file on disk into every teammate's request)."""
     try:
-        raw = read_no_follow(Path(folder) / INDEX_NAME)
+        raw = Root.declare("team", folder).read(
+            INDEX_NAME, follow=False, what=f"The team memory index {INDEX_NAME}")
     except (OSError, InvalidPath):
         return ""
     return raw.decode("utf-8", errors="surrogateescape")
@@ -135,7 +136,7 @@ def _held(folder: Path, rel: str) -> bool:
         st = os.stat(path)
     except OSError:
         return False
-    return stat.S_ISREG(st.st_mode) and bool(file_reasons(FileStat(rel, str(path), st)))
+    return stat.S_ISREG(st.st_mode) and bool(file_reasons(FileStat(rel, str(path), st, Root.declare("team", folder))))
 
 
 def load_index(folder: Path) -> Any:
@@ -148,10 +149,10 @@ def load_index(folder: Path) -> Any:
 def write_index(folder: Path, text: str) -> None:
     """Write the team ``MEMORY.md``. A link in its place (a remote can commit one) is
     removed first, so the index is never written through it."""
-    path = Path(folder) / INDEX_NAME
-    if os.path.islink(path):
-        path.unlink()
-    atomic_write(path, text.encode("utf-8", errors="surrogateescape"), follow_symlinks=False)
+    team = Root.declare("team", folder)
+    if os.path.islink(Path(folder) / INDEX_NAME):
+        team.remove(INDEX_NAME)
+    team.write(INDEX_NAME, text.encode("utf-8", errors="surrogateescape"))
 
 
 # --------------------------------------------------------------------------- reconcile

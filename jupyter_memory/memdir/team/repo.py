@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jupyter_memory.memdir.team.git import TeamError, git_config, git_env
+from jupyter_memory.memdir import trust_table
+from jupyter_memory.memdir.gateway import Root
+from jupyter_memory.memdir.team.git import TeamError, git_available, git_config, run_git
 
 __all__ = ["Git", "links_in", "path_in_repo", "uncommitted", "upstream"]
 
@@ -53,7 +54,7 @@ class Git:
     index_file: str | None = None
 
     def __post_init__(self) -> None:
-        if shutil.which("git") is None:
+        if not git_available():
             raise TeamError("git is not installed; install git to share team memory.")
         environ = os.environ if self.env is None else self.env
         name = git_config("user.name", self.cwd, self.env)
@@ -63,20 +64,15 @@ class Git:
         user = name or _login(environ)
         address = email or f"{user}@localhost"
         self.identity = ("-c", f"user.name={user}", "-c", f"user.email={address}")
-        if not environ.get("GIT_AUTHOR_NAME"):
+        if not trust_table.env("GIT_AUTHOR_NAME", environ):
             self.assumed = f"{user} <{address}>"
 
     def run(self, *args: str, check: bool = True, timeout: float = 120,
             stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        env = git_env(self.env)
-        if self.index_file is not None:
-            env["GIT_INDEX_FILE"] = self.index_file
+        extra = {} if self.index_file is None else {"GIT_INDEX_FILE": self.index_file}
         try:
-            done = subprocess.run(
-                ["git", "-c", "core.symlinks=false", *self.identity, *args], cwd=self.cwd,
-                capture_output=True, text=True, env=env, timeout=timeout, check=False,
-                input=stdin,
-            )
+            done = run_git([*self.identity, *args], cwd=self.cwd, env=self.env, timeout=timeout,
+                           stdin=stdin, extra_env=extra)
         except subprocess.TimeoutExpired:
             raise TeamError(f"git {args[0]} took longer than {timeout:g}s and was stopped.") from None
         if check and done.returncode != 0:
@@ -97,8 +93,9 @@ class Git:
         there is exactly what a commit holds, whatever the person has staged elsewhere."""
         path = self.out("rev-parse", "--git-path", "jupyter-memory-index")
         full = path if os.path.isabs(path) else str(self.cwd / path)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(full)
+        git_dir = Root.declare("git", os.path.dirname(full))  # the repository's own folder
+        name = os.path.basename(full)
+        git_dir.remove(name, missing_ok=True)
         other = Git.__new__(Git)
         other.__dict__.update(self.__dict__)
         other.index_file = full
@@ -107,8 +104,7 @@ class Git:
                 other.run("read-tree", "HEAD")
             yield other
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(full)
+            git_dir.remove(name, missing_ok=True)
 
 
 def path_in_repo(repo: Path, folder: Path) -> str:

@@ -22,6 +22,7 @@ sent, received, removed and copied.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -29,15 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir import frontmatter
-from jupyter_memory.memdir.fsutil import atomic_write, memdir_lock
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.index import INDEX_NAME
 from jupyter_memory.memdir.record import AUTHOR_FIELD
 from jupyter_memory.memdir.scan import ScanCache, scan
 from jupyter_memory.memdir.scopes import TEAM_PREFIX
 from jupyter_memory.memdir.team.authorship import author
 from jupyter_memory.memdir.team.checks import CONFLICT_MARK, held_back, text_problems
-from jupyter_memory.memdir.team.git import TeamError, git_env, git_toplevel
+from jupyter_memory.memdir.team.git import TeamError, git_toplevel, run_git
 from jupyter_memory.memdir.team.index import (
     exists_in,
     folder_memories,
@@ -82,38 +84,53 @@ def clone(url: str, folder: Path, env: Mapping[str, str] | None = None) -> str:
     the store's own files and a ``.gitattributes`` that leaves the index to the sync.
     """
     folder = Path(folder)
-    if folder.exists() and any(p.name != ".lock" for p in folder.iterdir()):
+    team = Root.declare("team", folder)
+    if folder.exists() and any(name != ".lock" for name in team.listdir()):
         raise TeamError(
             f"The team folder {folder} is not empty, so it cannot be cloned into. If it "
             "already is a clone, run `jupyter-memory team sync`; otherwise move its files "
             "aside, clone, copy them back and sync."
         )
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    lock = folder / ".lock"
-    if lock.exists():
-        lock.unlink()
+    Root.declare("team", folder.parent).make_folder()
+    team.remove(".lock", missing_ok=True)
     if folder.exists():
-        folder.rmdir()
-    done = subprocess.run(["git", "-c", "core.symlinks=false", "clone", "--quiet", "--config",
-                           "core.symlinks=false", url, str(folder)], capture_output=True,
-                          text=True, env=git_env(env), timeout=300, check=False)
+        team.remove_folder()
+    # The clone keeps core.symlinks=false in its own config, so later pulls check links
+    # out as plain files too.
+    done = run_git(["clone", "--quiet", "--config", "core.symlinks=false", url, str(folder)],
+                   cwd=None, env=env, timeout=300)
     if done.returncode != 0:
         raise TeamError(f"git clone {url} failed: {done.stderr.strip()}. Check the address "
                         "and your access to it, then retry.")
+    _refuse_links(folder)
     _ensure_git_files(folder)
     git = Git(folder, env)
     _record_links(_Where(git, folder, ".", ""))
     return f"Cloned {url} into {folder}."
 
 
+def _refuse_links(folder: Path) -> None:
+    """What git wrote, checked through the gateway: no symbolic link in the team folder."""
+    links = Root.declare("team", folder).links_below()
+    if links:
+        shown = ", ".join(str(p) for p in links[:5]) + (" and more" if len(links) > 5 else "")
+        raise TeamError(
+            f"The team folder {folder} holds symbolic links ({shown}); memory is never read "
+            "or written through a link, since one could reach any file on disk. Remove them "
+            "(and from the shared repository), then sync again.")
+
+
 def _ensure_git_files(folder: Path) -> None:
+    team = Root.declare("team", folder)
     for name, text in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
-        path = folder / name
-        if path.is_symlink():
+        if os.path.islink(folder / name):
             continue  # never written through; the sync does not send it either
-        current = path.read_text(encoding="utf-8", errors="replace") if path.exists() else None
+        try:
+            current: str | None = team.text(name, errors="replace", follow=False)
+        except FileNotFoundError:
+            current = None
         if current is None or (name == ".gitattributes" and current in _OLD_GITATTRIBUTES):
-            atomic_write(path, text, follow_symlinks=False)
+            team.write(name, text)
 
 
 # --------------------------------------------------------------------------- the report
@@ -276,7 +293,10 @@ def _check_outgoing(where: _Where, report: SyncReport) -> list[tuple[str, str]]:
                        "whatever file it points to)"]
         else:
             try:
-                text = full.read_bytes().decode("utf-8", errors="replace")
+                text = Root.declare("team", where.folder).read(
+                    full, follow=False).decode("utf-8", errors="replace")
+            except InvalidPath as exc:
+                reasons = [f"it cannot be read ({exc})"]
             except OSError as exc:
                 reasons = [f"it cannot be read ({exc.strerror})"]
             else:
@@ -392,10 +412,12 @@ def _copy_name(repo: Path, path: str, who: str) -> str:
 
 
 def _write_plain(path: Path, text: str) -> None:
-    """A file the rebase left, written afresh: never through a link."""
-    if path.is_symlink():
-        path.unlink()
-    atomic_write(path, text, follow_symlinks=False)
+    """A file the rebase left in the repository, written afresh: never through a link
+    (one in its place is removed first)."""
+    repo = Root.declare("team", path.parent)
+    if os.path.islink(path):
+        repo.remove(path.name)
+    repo.write(path.name, text)
 
 
 def _resolve_conflicts(where: _Where, who: str) -> list[dict[str, str]]:
@@ -472,7 +494,7 @@ def sync(folder: Path, env: Mapping[str, str] | None = None, *, lock_timeout: fl
     where = _Where(git, folder, spec, "" if spec == "." else spec.rstrip("/") + "/")
     who = author(folder, env)
     report = SyncReport("synced")
-    with memdir_lock(folder, timeout=lock_timeout):
+    with Root.declare("team", folder).lock(timeout=lock_timeout):
         if git.assumed and read_state(folder).get("identity") != git.assumed:
             report.identity = git.assumed
             write_state(folder, identity=git.assumed)

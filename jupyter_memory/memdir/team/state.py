@@ -15,7 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from jupyter_memory.memdir.fsutil import atomic_write, read_no_follow
+from jupyter_memory.errors import InvalidPath
+from jupyter_memory.memdir.gateway import Root
 
 __all__ = ["STATE_NAME", "read_state", "recorded_links", "write_state"]
 
@@ -37,8 +38,9 @@ def read_state(folder: Path) -> dict[str, Any]:
     if hit is not None and hit[:2] == (st.st_mtime_ns, st.st_size):
         return dict(hit[2])
     try:
-        data = json.loads(read_no_follow(path).decode("utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(Root.declare("team", folder).read(STATE_NAME, follow=False)
+                          .decode("utf-8"))
+    except (OSError, ValueError, InvalidPath) as exc:
         _log.warning("could not read %s: %s", path, exc)
         return {}
     state = data if isinstance(data, dict) else {}
@@ -50,8 +52,8 @@ def write_state(folder: Path, **changes: Any) -> None:
     """Set keys of the state (the caller holds the team folder's lock)."""
     state = read_state(folder)
     state.update(changes)
-    atomic_write(Path(folder) / STATE_NAME, json.dumps(state, indent=1, sort_keys=True) + "\n",
-                 follow_symlinks=False)
+    Root.declare("team", folder).write(STATE_NAME,
+                                       json.dumps(state, indent=1, sort_keys=True) + "\n")
 
 
 def recorded_links(folder: Path) -> dict[str, str]:

@@ -51,6 +51,7 @@ class TeamFolderStore(MemoryStore):
     """
 
     scope = "team"
+    ROOT_KIND = "team"
 
     def __init__(self, folder: Path | str, *, env: Mapping[str, str] | None = None,
                  private: MemoryStore | None = None, **options: Any) -> None:
@@ -136,7 +137,7 @@ class TeamFolderStore(MemoryStore):
                 f"team/{rel} is a 'user' memory, which is always private; it stays where it "
                 "is, out of the team index and recall, and no sync sends it. Move it to your "
                 "private memory."))
-        data = self.resolve(rel).read_bytes()
+        data = self.root.read(rel, follow=False)
         doc = frontmatter.parse(data.decode("utf-8", errors="replace"))
         entry = parse_index(self.read_index()).find(rel)
         name = str(doc.get("name") or PurePath(rel).stem)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.scan import list_files
 from jupyter_memory.memdir.scopes import TEAM_PREFIX
 from jupyter_memory.memdir.team.checks import (
@@ -113,8 +114,8 @@ def shared_on_disk(folder: Path, env: Mapping[str, str] | None = None) -> tuple[
         return True, "the folder has the set-group-ID bit, so its files belong to its group"
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return True, "the folder belongs to another account"
-    home = environ.get("HOME")
-    if environ.get("JUPYTERHUB_USER") and home:
+    home = trust_table.env("HOME", environ)
+    if trust_table.env("JUPYTERHUB_USER", environ) and home:
         real, top = os.path.realpath(folder), os.path.realpath(home)
         if not (real == top or real.startswith(top.rstrip(os.sep) + os.sep)):
             return True, "it is outside your home on a JupyterHub (a shared volume)"

@@ -1,4 +1,4 @@
-"""Record every model exchange of a session, and replay it offline (SPEC §11).
+"""Record every model exchange of a session, and replay it offline (docs/reference.md#where-this-project-differs).
 
 A recording is one JSON file (by default ``<notebook stem>.recording.json`` beside the
 notebook) holding, for each request the session sent, its digest, the request itself and

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.sessions.recording.file import Recording, RecordingError
 from jupyter_memory.sessions.recording.matching import MATCH_ENV, MATCH_MODES
 from jupyter_memory.sessions.recording.recorder import Recorder
@@ -60,8 +61,7 @@ def match_mode(strict: bool = False, configured: str = "", env: Mapping[str, str
     ``JUPYTER_MEMORY_REPLAY_MATCH``; ``conversation`` otherwise."""
     if strict:
         return "strict"
-    env = os.environ if env is None else env
-    chosen = (configured or env.get(MATCH_ENV, "") or "conversation").strip().lower()
+    chosen = (configured or trust_table.env(MATCH_ENV, env) or "conversation").strip().lower()
     if chosen not in MATCH_MODES:
         raise RecordingError(
             f"Unknown replay match {chosen!r} (from {'the setting' if configured else MATCH_ENV}); "

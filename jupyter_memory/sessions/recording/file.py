@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from jupyter_memory._version import __version__
 from jupyter_memory.context.assemble import digest
-from jupyter_memory.errors import JupyterMemoryError
+from jupyter_memory.errors import InvalidPath, JupyterMemoryError
 from jupyter_memory.memdir.clock import now_iso
-from jupyter_memory.memdir.fsutil import LOCK_NAME, atomic_write, is_temp_file
+from jupyter_memory.memdir.fsutil import LOCK_NAME, is_temp_file
+from jupyter_memory.memdir.gateway import Root, person_root
 from jupyter_memory.sessions.recording.normalise import (
     INSTANT,
     MTIME,
@@ -136,7 +137,7 @@ class Recording:
         """Read a recording, or say clearly why it cannot be used."""
         path = Path(path)
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = person_root(path).text(path)  # the recording the person (or env) named
         except UnicodeDecodeError:
             raise RecordingError(f"{path} is not a text file; it is not a recording.") from None
         except FileNotFoundError:
@@ -165,8 +166,8 @@ class Recording:
         with self._lock:
             text = json.dumps(self.data, ensure_ascii=False, indent=1)
         try:
-            atomic_write(self.path, text + "\n", mode=0o600)
-        except OSError as exc:
+            person_root(self.path).write(self.path, text + "\n", mode=0o600)
+        except (OSError, InvalidPath) as exc:
             raise RecordingError(f"Could not save the recording to {self.path}: {exc}") from exc
 
     # -- contents
@@ -201,7 +202,8 @@ class Recording:
         if not self.data.get("notebook_known"):
             return None
         stem = self.path.name.removesuffix(SUFFIX)
-        matches = sorted((p for p in folder.glob("*.ipynb") if stem.startswith(p.stem)),
+        notebooks = person_root(folder).matching("*.ipynb")
+        matches = sorted((p for p in notebooks if stem.startswith(p.stem)),
                          key=lambda p: -len(p.stem))
         return matches[0] if matches else None
 
@@ -266,9 +268,8 @@ class Recording:
 
 def _is_recording_file(path: Path) -> bool:
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
+        head = person_root(path).read(path, limit=4096)
+    except (OSError, InvalidPath):
         return False
     return FORMAT.encode() in head
 
@@ -277,13 +278,14 @@ def _memdir_snapshot(memdir: Any) -> list[dict[str, Any]]:
     """The memdir's text files as they are now, with their ages (for bundles)."""
     if memdir is None:
         return []
-    root = Path(memdir)
-    if not root.is_dir():
+    if not Path(memdir).is_dir():
         return []
+    root = Root.declare("memdir", memdir)
+    found = [Path(here) / name for here, _dirs, files in root.walk() for name in files]
     out: list[dict[str, Any]] = []
     now = time.time()
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
+    for path in sorted(found):
+        rel = path.relative_to(root.real).as_posix()
         if path.is_symlink() or not path.is_file() or path.name == LOCK_NAME:
             continue
         if is_temp_file(path.name) or any(part.startswith(".") for part in Path(rel).parts):
@@ -292,8 +294,8 @@ def _memdir_snapshot(memdir: Any) -> list[dict[str, Any]]:
         if info.st_size > SNAPSHOT_MAX_BYTES:
             continue
         try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
+            text = root.text(path)
+        except (UnicodeDecodeError, OSError, InvalidPath):
             continue
         out.append({"file": rel, "text": text, "age_seconds": round(max(0.0, now - info.st_mtime), 3)})
     return out
@@ -309,9 +311,8 @@ def _instruction_snapshot(session: Session, norm: Normaliser) -> list[dict[str, 
         if path in seen:
             continue
         seen.add(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        text = getattr(file, "raw", "")  # as it was read, through the gateway, at load
+        if not text:
             continue
         out.append({"path": norm.text(path), "scope": file.scope, "text": text})
     return out
