@@ -47,6 +47,7 @@ from jupyter_memory.context.instructions import (
 )
 from jupyter_memory.memdir import dates as date_engine
 from jupyter_memory.memdir import frontmatter
+from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.memdir.index import load_for_model, parse_index
 from jupyter_memory.memdir.markdown import code_spans, fence_flags
 from jupyter_memory.memdir.scan import read_document
@@ -183,8 +184,10 @@ def _memory_file(size: int, tmp: Path) -> Prepared:
     path.write_text("---\nname: x\ndescription: " + fill("long line ", size) + "\n---\nbody\n",
                     encoding="utf-8")
 
+    root = Root.declare("memdir", tmp)
+
     def run() -> str | None:
-        read_document(path)
+        read_document(path, root)
         return None
 
     return run

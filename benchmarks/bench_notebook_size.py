@@ -15,6 +15,12 @@ turns within 40% of the 1.7 MB that 30 turns took when every record repeated its
 request, and the last turn adding at most 1.5 times what the 10th added.
 
     python benchmarks/bench_notebook_size.py [--turns 10 30 100] [--check]
+    python benchmarks/bench_notebook_size.py --notebook examples/07-compaction-under-pressure.ipynb
+
+``--notebook`` stores the turn records of a saved notebook again in the shape this package
+writes (each request rebuilt from the notebook's parts and compacted again, texts and
+recall decisions as parts, the fallbacks rendered again) and reports its bytes before and
+after: what re-recording it would weigh, when its recording no longer replays.
 """
 
 from __future__ import annotations
@@ -29,14 +35,24 @@ from typing import Any
 import nbformat
 from bench_cache import scripted_turns
 
-from jupyter_memory.agent.loop import run_turn
+from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context.request_parts import (
+    RECORD_VERSION,
+    PartStore,
+    expand_request,
+    notebook_parts,
+)
 from jupyter_memory.localapi import FakeAnthropic
 from jupyter_memory.widgets.render import turn_bundle
 
 #: 30 turns of this kind of session made a 1.7 MB notebook with whole requests in records.
 BEFORE_30_TURNS = 1_700_000
 SIZE_GOAL = 0.40
+#: Issue 30's one budget, static turn views of issue 31 included: 30 scripted turns, and
+#: the course notebook with the most tool output (07-compaction-under-pressure).
+BUDGET_30_TURNS = 400_000
+BUDGET_COURSE = 500_000
 GROWTH_GOAL = 1.5
 
 
@@ -97,11 +113,51 @@ def goals_met(res: dict[str, Any]) -> tuple[bool, bool]:
             res["growth"] <= GROWTH_GOAL)
 
 
+#: The keys of a request entry that its reference form replaces.
+_REFERENCE_KEYS = ("params", "system", "tools", "conversation", "cache_marks", "body")
+
+
+def restore_notebook(path: Path) -> tuple[int, int, nbformat.NotebookNode]:
+    """``(bytes before, bytes after, the notebook)`` with every turn record of ``path``
+    stored again as :data:`RECORD_VERSION` (one part store per session, as in a kernel)."""
+    nb = nbformat.read(str(path), as_version=4)
+    before = len(nbformat.writes(nb).encode("utf-8"))
+    outputs = [o for c in nb.cells for o in c.get("outputs", [])
+               if TURN_MIME in (o.get("data") or {})]
+    records = [o["data"][TURN_MIME] for o in outputs]
+    parts = notebook_parts(records)
+    stores: dict[str, PartStore] = {}
+    for output, record in zip(outputs, records, strict=True):
+        version = record.get("version", 1)
+        store = stores.setdefault(str(record.get("session_id")), PartStore())
+        with store.batch(keep=record.get("status") != "error") as batch:
+            requests = [{**{k: v for k, v in e.items() if k not in _REFERENCE_KEYS},
+                         **batch.request(expand_request(e, parts, version=version))}
+                        for e in record.get("requests") or []]
+            new = {**record, "version": RECORD_VERSION, "requests": requests,
+                   "messages": batch.texts(record.get("messages") or []),
+                   "tool_calls": batch.texts(record.get("tool_calls") or [])}
+            recall = record.get("recall")
+            if isinstance(recall, dict) and isinstance(recall.get("decisions"), list):
+                new["recall"] = {**recall,
+                                 "decisions": batch.value("decisions", recall["decisions"])}
+        new["parts"] = batch.new
+        output["data"] = {**output["data"], **turn_bundle(new)}
+    return before, len(nbformat.writes(nb).encode("utf-8")), nb
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[10, 30, 100])
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument("--notebook", type=Path,
+                        help="store this notebook's turn records again and report its bytes")
     args = parser.parse_args(argv)
+    if args.notebook is not None:
+        before, after, _nb = restore_notebook(args.notebook)
+        print(f"{args.notebook.name}: {before:,} bytes as saved, {after:,} bytes with "
+              f"version-{RECORD_VERSION} turn records")
+        return 0
     if max(args.turns) < 11:
         parser.error("--turns: the largest count must be at least 11 (growth is judged "
                      "against the 10th turn)")

@@ -32,6 +32,7 @@ from jupyter_memory.agent.hooks import collect, dispatch
 from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import count_breakpoints, digest
+from jupyter_memory.context.request_parts import RECORD_VERSION, PartBatch
 from jupyter_memory.context.sdk import ModelClient
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
@@ -48,8 +49,6 @@ log = logging.getLogger(__name__)
 TURN_MIME = "application/vnd.jupyter-memory.turn+json"
 #: Longest wait for prefetched memories before the first call (``wait_for_prefetch``).
 PREFETCH_WAIT_SECONDS = 60.0
-#: 2: requests as references to content-addressed ``parts`` (request_parts.py); 1: whole bodies.
-RECORD_VERSION = 2
 
 
 def _noop(*_: Any) -> None:
@@ -435,11 +434,12 @@ def _close_after_error(turn: TurnState) -> None:
 RECORD_DECISIONS = 200
 
 
-def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
+def _recall_record(session: Session, turn: TurnState, parts: PartBatch) -> dict[str, Any]:
     """Why each memory was or was not in this turn (docs/reference.md#where-this-project-differs), and the selector call.
 
     Past :data:`RECORD_DECISIONS` memories, the most telling decisions are kept and the
-    rest counted in ``omitted`` (``%memory why`` lists them all).
+    rest counted in ``omitted`` (``%memory why`` lists them all). The decisions are a part
+    of their own: in index mode they are the same from turn to turn, kept once.
     """
     if session.memdir is None:
         return {"mode": session.recall_mode, "decisions": [], "selector": None}
@@ -449,7 +449,7 @@ def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
     decisions, omitted = record_decisions(session, prefetch, RECORD_DECISIONS)
     out: dict[str, Any] = {
         "mode": session.recall_mode,
-        "decisions": decisions,
+        "decisions": parts.value("decisions", decisions),
         "selector": prefetch.to_json() if prefetch is not None else None,
     }
     if omitted:
@@ -457,45 +457,39 @@ def _recall_record(session: Session, turn: TurnState) -> dict[str, Any]:
     return out
 
 
-def _compact_requests(
-    session: Session, requests: list[dict[str, Any]], status: str
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The turn's requests as references, and the parts no earlier record of the session holds.
-
-    A record that repeated each whole body made notebooks grow with the square of their
-    length; the session's part store keeps every part once (docs/sessions.md). A failed
-    turn's record carries what it needs but stores nothing for later records: its cell
-    fails, and its output may never be saved.
-    """
-    refs, parts = session.parts.compact_all(
-        [r["body"] for r in requests], keep=status != "error")
-    entries = [{**{k: v for k, v in r.items() if k != "body"}, **ref}
-               for r, ref in zip(requests, refs, strict=True)]
-    return entries, parts
-
-
 def build_record(turn: TurnState, answer: str, status: str,
                  fields: dict[str, Any] | None = None) -> dict[str, Any]:
     """The turn record that the cell output carries (docs/architecture.md); ``fields`` are
-    the hooks' sections of it (``record_fields``)."""
+    the hooks' sections of it (``record_fields``).
+
+    Its requests, its long texts and its recall decisions are parts (request_parts.py),
+    each stored once per session, in the record of the first turn that needs it. A failed
+    turn's record carries what it needs but stores nothing for later records: its cell
+    fails, and its output may never be saved.
+    """
     session = turn.session
     rep = session.context_report()
     data = rep.to_json()
-    # The delegated runs' requests share this record's parts: one store, one keep rule.
-    theirs = [r for run in turn.delegations for r in run.requests]
-    requests, parts = _compact_requests(session, [*turn.requests, *theirs], status)
-    requests, rest = requests[:len(turn.requests)], requests[len(turn.requests):]
-    delegations = []
-    for run in turn.delegations:
-        count = len(run.requests)
-        delegations.append(run.to_json(rest[:count]))
-        rest = rest[count:]
-    # the main agent's own rounds are the record's requests; every other call goes here
-    # (a failed turn's record may never be saved: the next record carries them again)
     kept = status != "error"
-    calls = [c.to_json() for c in session.calls.uncarried(take=kept)
-             if c.kind != "main" or c.agent is not None or not c.during_turn]
-    parts.update(session.calls.parts.carry(calls, keep=kept))
+    with session.parts.batch(keep=kept) as batch:
+        # The delegated runs' requests share this record's parts: one store, one keep rule.
+        theirs = [r for run in turn.delegations for r in run.requests]
+        compacted = [{**{k: v for k, v in r.items() if k != "body"}, **batch.request(r["body"])}
+                     for r in [*turn.requests, *theirs]]
+        requests, rest = compacted[:len(turn.requests)], compacted[len(turn.requests):]
+        delegations = []
+        for run in turn.delegations:
+            count = len(run.requests)
+            delegations.append(run.to_json(rest[:count]))
+            rest = rest[count:]
+        sections = {"messages": batch.texts(turn.new_messages),
+                    "tool_calls": batch.texts(turn.tool_calls)}
+        recall = _recall_record(session, turn, batch)
+        # the main agent's own rounds are the record's requests; every other call goes here
+        # (a failed turn's record may never be saved: the next record carries them again)
+        calls = [c.to_json() for c in session.calls.uncarried(take=kept)
+                 if c.kind != "main" or c.agent is not None or not c.during_turn]
+        batch.carry(calls)
     return {
         "version": RECORD_VERSION,
         "session_id": session.session_id,
@@ -507,9 +501,8 @@ def build_record(turn: TurnState, answer: str, status: str,
         "ended": now_iso(),
         "prompt": turn.prompt,
         "answer": answer,
-        "messages": turn.new_messages,
-        "tool_calls": turn.tool_calls,
-        "recall": _recall_record(session, turn),
+        **sections,
+        "recall": recall,
         "context": {
             "window": data["window"],
             "used": data["used"],
@@ -520,7 +513,7 @@ def build_record(turn: TurnState, answer: str, status: str,
         "usage": turn.usage.to_json(),
         "requests": requests,
         **({"calls": calls} if calls else {}),
-        "parts": parts,
+        "parts": batch.new,
         "memories_written": [{"file": f, "by": "agent"} for f in turn.memories_written],
         "events": turn.events_log,
         "background": [],

@@ -266,14 +266,18 @@ def assemble(state: RequestState) -> AssembledRequest:
     system = _system_blocks(state)
     tools = [dict(t) for t in state.tools]
     context_block: dict[str, Any] = {"type": "text", "text": context_message_text(state)}
-    conversation = wire_messages(state.messages)
-    messages = wire_messages([{"role": "user", "content": [context_block]}, *conversation])
-    # wire_messages drops cache_control; the context breakpoint goes on after merging.
-    if state.cache:
-        mark = cache_mark(state.cache_ttl)
-        messages[0]["content"][0]["cache_control"] = dict(mark)
-        if len(messages) > 1 or len(messages[0]["content"]) > 1:
-            _mark_last_block(messages, mark)
+    mark = cache_mark(state.cache_ttl) if state.cache else None
+    if mark is not None:
+        context_block["cache_control"] = dict(mark)
+    # The context block opens the first user message (merged into it, as wire_messages
+    # would): the conversation is copied once, not again to put the block in front.
+    messages = wire_messages(state.messages)
+    if messages and messages[0]["role"] == "user":
+        messages[0]["content"].insert(0, context_block)
+    else:
+        messages.insert(0, {"role": "user", "content": [context_block]})
+    if mark is not None and (len(messages) > 1 or len(messages[0]["content"]) > 1):
+        _mark_last_block(messages, mark)
     if state.suffix:
         _append(messages, wire_messages(state.suffix))
     body: dict[str, Any] = {

@@ -1,8 +1,8 @@
-"""Content-addressed request parts: turn records that grow with the turn, not the session.
+"""Content-addressed parts: turn records that grow with what they show, not the session.
 
 A request body repeats the system prompt, the tools and the whole conversation, so a
 notebook whose every turn record kept its requests whole grew with the square of its
-length. A version-2 record keeps each request as references instead:
+length. A record keeps each request as references instead (version 2 and later):
 
 - ``params``: the body's own fields (model, max_tokens, ...), verbatim;
 - ``system`` and ``tools``: the digest of each block list;
@@ -12,10 +12,14 @@ length. A version-2 record keeps each request as references instead:
 - ``cache_marks``: ``[message, block, cache_control]`` triples, because the moving
   breakpoint would otherwise make every message part differ from one call to the next.
 
-Message parts are wire messages without ``cache_control``. Every part is stored once, in
-the ``parts`` map of the first record of the session that needs it; later records refer to
-it by digest. :func:`expand_request` rebuilds the exact body from any mapping of digests
-to parts and checks it against the request's ``digest``.
+Message parts are wire messages without ``cache_control``. From version 3, every long
+string in a message part, and in the record's own ``messages`` and ``tool_calls``, is a
+text part referred to as ``{"$part": DIGEST}`` (:mod:`part_refs`), so a tool's output is
+kept once however many places name it; the turn's recall decisions, which repeat from turn
+to turn, are a part too. Every part is stored once, in the ``parts`` map of the first
+record of the session that needs it; later records refer to it by digest.
+:func:`expand_request` rebuilds the exact body from any mapping of digests to parts and
+checks it against the request's ``digest``; :func:`expand_record` puts a record's texts back.
 
 :class:`PartStore` is the kernel side: one per session (``session.parts``), it knows
 which digests the session's earlier records already hold. A new session (a restart, a
@@ -29,64 +33,98 @@ import hashlib
 import json
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from jupyter_memory.context.part_refs import REF_KEY, TEXT_PART_MIN, refer, references, resolve
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.gateway import package_root
 
 __all__ = [
+    "ELSEWHERE",
+    "RECORD_VERSION",
+    "STORED_SECTIONS",
     "MissingPart",
+    "PartBatch",
     "PartStore",
     "content_digest",
+    "expand_record",
     "expand_request",
     "known_part",
     "notebook_parts",
+    "readable",
+    "record_lookup",
     "request_body",
     "turn_record_schema",
 ]
 
+#: The turn record shape this package writes. 3: long texts and recall decisions as
+#: parts; 2: requests as references to parts; 1: each request's whole body.
+RECORD_VERSION = 3
+
 #: The JSON Schema of the turn record this package writes (shipped in the wheel); the lab
 #: extension's TypeScript type is generated from it (``npm run build:schema``).
-TURN_RECORD_SCHEMA = Path(__file__).parent.parent / "schemas" / "turn-record.v2.json"
+TURN_RECORD_SCHEMA = Path(__file__).parent.parent / "schemas" / f"turn-record.v{RECORD_VERSION}.json"
+
+#: The sections of a record whose long texts are text parts (a section that lists what an
+#: agent did, in the shape of ``messages`` or ``tool_calls``, joins this tuple).
+STORED_SECTIONS = ("messages", "tool_calls")
+
+#: What a display shows for a text stored in an output it cannot see.
+ELSEWHERE = "(kept once, in an earlier output of this notebook)"
 
 #: Every part store of this process (weakly: a store goes with its session).
 _LIVE: weakref.WeakSet[PartStore] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
 
-#: The body fields a version-2 request entry stores as parts; the others go to ``params``.
+#: The body fields a request entry stores as parts; the others go to ``params``.
 PART_FIELDS = ("system", "tools", "messages")
 
 
 class MissingPart(JupyterMemoryError):
-    """A request refers to a part that none of the given records holds."""
+    """A request or a record refers to a part that none of the given records holds."""
 
     def __init__(self, digest: str, what: str) -> None:
         self.digest = digest
         self.what = what
         super().__init__(
-            f"The {what} part {digest[:19]}… of this request is not in the records given. "
+            f"The {what} part {digest[:19]}… is not in the records given. "
             "It lives in an earlier turn output of the same session: keep that output in "
-            "the notebook (or read the whole notebook) to rebuild the request.")
+            "the notebook (or read the whole notebook) to rebuild it.")
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _digest_of(raw: str) -> str:
+    return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
 def content_digest(value: Any) -> str:
     """``sha256:`` of the canonical JSON of ``value`` (sorted keys, no spaces)."""
-    raw = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    return _digest_of(_canonical(value))
 
 
-def _strip_marks(message: Mapping[str, Any], index: int) -> tuple[dict[str, Any], list[list[Any]]]:
-    """``message`` without ``cache_control`` on its blocks, and where the markers were."""
-    stripped = copy.deepcopy(dict(message))
+def _strip_marks(message: Mapping[str, Any], index: int) -> tuple[Mapping[str, Any], list[list[Any]]]:
+    """``message`` without ``cache_control`` on its blocks, and where the markers were.
+
+    Only the blocks that carried a marker are copied; the rest are the message's own.
+    """
+    content = message.get("content")
+    if not isinstance(content, list) or not any(
+            isinstance(b, dict) and "cache_control" in b for b in content):
+        return message, []
     marks: list[list[Any]] = []
-    content = stripped.get("content")
-    if isinstance(content, list):
-        for j, block in enumerate(content):
-            if isinstance(block, dict) and "cache_control" in block:
-                marks.append([index, j, block.pop("cache_control")])
-    return stripped, marks
+    blocks = []
+    for j, block in enumerate(content):
+        if isinstance(block, dict) and "cache_control" in block:
+            marks.append([index, j, copy.deepcopy(block["cache_control"])])
+            block = {k: v for k, v in block.items() if k != "cache_control"}
+        blocks.append(block)
+    return {**message, "content": blocks}, marks
 
 
 def _chain_key(previous: str, message_digest: str) -> str:
@@ -96,8 +134,9 @@ def _chain_key(previous: str, message_digest: str) -> str:
 class PartStore:
     """The parts one session's records hold, and the conversations they spell.
 
-    ``compact`` turns a request body into a version-2 request entry plus the parts the
-    session has not stored yet; the caller puts those in the record it is building.
+    A record is built in one :meth:`batch`: its requests in reference form, its sections
+    with their long texts as references, each part the session has not stored yet added
+    to the batch's ``new`` (which the record carries as its ``parts``).
     """
 
     def __init__(self) -> None:
@@ -107,12 +146,25 @@ class PartStore:
             _LIVE.add(self)
         # rolling key of a message-digest prefix -> digest of the conversation part for it
         self._chains: dict[str, str] = {}
+        # The last request's messages (markers stripped) and their digests: a message equal
+        # to the one at the same place last time has the same digest, found by a comparison
+        # instead of serialising and hashing the whole conversation at every call.
+        self._recent: list[tuple[Mapping[str, Any], str]] = []
+        # slot ("system", "tools", "decisions") -> (the value stored last, its digest)
+        self._memo: dict[str, tuple[Any, str]] = {}
         # the digests some record of the session carries (the call log holds parts that
         # no record carries yet: values may know more than the records do)
         self._saved: set[str] = set()
 
-    def _put(self, value: Any, new: dict[str, Any] | None) -> str:
-        key = content_digest(value)
+    def _put(self, value: Any, new: dict[str, Any] | None, raw: str | None = None) -> str:
+        """Store ``value`` (once per session) and, unless ``new`` is None (held for the
+        call log), put it in ``new`` when no record carries it yet."""
+        key = _digest_of(_canonical(value) if raw is None else raw)
+        if key not in self.values:
+            self.values[key] = value
+        if new is not None:
+            self._carry(key, new)
+        return key
         if key not in self.values:
             self.values[key] = value
         if new is not None:
@@ -120,8 +172,8 @@ class PartStore:
         return key
 
     def _carry(self, key: str, new: dict[str, Any]) -> None:
-        """Put ``key`` (and, for a conversation part, the parts it refers to) in ``new``
-        unless a record already carries it."""
+        """Put ``key`` and every part it refers to (a conversation's prefix and messages, a
+        message's long texts) in ``new``, each unless a record already carries it."""
         pending = [key]
         while pending:
             digest = pending.pop()
@@ -134,6 +186,37 @@ class PartStore:
                 pending.extend(value["messages"])
                 if value["prefix"] is not None:
                     pending.append(value["prefix"])
+            else:
+                pending.extend(references(value))
+
+    def _put_slot(self, slot: str, value: Any, new: dict[str, Any] | None,
+                  raw: str | None = None) -> str:
+        """:meth:`_put` for a value that is usually the same as last time in its slot."""
+        last = self._memo.get(slot)
+        if last is not None and last[0] == value:
+            if new is not None:
+                self._carry(last[1], new)
+            return last[1]
+        stored = copy.deepcopy(value)
+        key = self._put(stored, new, raw)
+        self._memo[slot] = (self.values[key], key)
+        return key
+
+    @contextmanager
+    def batch(self, *, keep: bool = True) -> Iterator[PartBatch]:
+        """Build one record's parts. With ``keep=False`` the store forgets them again: the
+        record that carries them may never reach the notebook (a failed turn fails its
+        cell), so no later record may count on it."""
+        with self._lock:
+            saved = None if keep else (
+                dict(self.values), dict(self._chains), list(self._recent), dict(self._memo),
+                set(self._saved))
+            try:
+                yield PartBatch(self)
+            finally:
+                if saved is not None:
+                    (self.values, self._chains, self._recent, self._memo,
+                     self._saved) = saved
 
     def hold(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The reference form of ``body``, its parts kept in this store but in no record
@@ -143,56 +226,47 @@ class PartStore:
 
     def carry(self, refs: Iterable[Mapping[str, Any]], *, keep: bool = True) -> dict[str, Any]:
         """The parts the given reference forms need that no record carries yet; with
-        ``keep=False`` later records still count them as not carried (``compact_all``)."""
+        ``keep=False`` later records still count them as not carried."""
         new: dict[str, Any] = {}
         with self._lock:
             saved = set(self._saved)
-            for ref in refs:
-                for field in ("system", "tools", "conversation"):
-                    if isinstance(ref.get(field), str):
-                        self._carry(ref[field], new)
+            self._carry_refs(refs, new)
             if not keep:
                 self._saved = saved
         return new
 
+    def _carry_refs(self, refs: Iterable[Mapping[str, Any]], new: dict[str, Any]) -> None:
+        for ref in refs:
+            for field in ("system", "tools", "conversation"):
+                if isinstance(ref.get(field), str):
+                    self._carry(ref[field], new)
+
     def compact(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """``(reference form of body, parts first stored now)``; see the module docstring."""
-        new: dict[str, Any] = {}
-        with self._lock:
-            return self._compact(body, new), new
-
-    def compact_all(
-        self, bodies: Iterable[Mapping[str, Any]], *, keep: bool = True
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """Every body in reference form, and the parts they need that are not stored yet.
-
-        With ``keep=False`` the store forgets these parts again: the record that carries
-        them may never reach the notebook (a failed turn fails its cell), so no later
-        record may count on it.
-        """
-        with self._lock:
-            saved = (dict(self.values), dict(self._chains), set(self._saved)) if not keep else None
-            refs: list[dict[str, Any]] = []
-            new: dict[str, Any] = {}
-            for body in bodies:
-                refs.append(self._compact(body, new))
-            if saved is not None:
-                self.values, self._chains, self._saved = saved
-            return refs, new
+        with self.batch() as batch:
+            ref = batch.request(body)
+        return ref, batch.new
 
     def _compact(self, body: Mapping[str, Any], new: dict[str, Any] | None) -> dict[str, Any]:
         ref: dict[str, Any] = {"params": {k: copy.deepcopy(v) for k, v in body.items()
                                           if k not in PART_FIELDS}}
         if "system" in body:
-            ref["system"] = self._put(copy.deepcopy(body["system"]), new)
+            ref["system"] = self._put_slot("system", body["system"], new)
         if "tools" in body:
-            ref["tools"] = self._put(copy.deepcopy(body["tools"]), new)
+            ref["tools"] = self._put_slot("tools", body["tools"], new)
         marks: list[list[Any]] = []
         digests: list[str] = []
+        recent: list[tuple[Mapping[str, Any], str]] = []
         for i, message in enumerate(body.get("messages") or []):
             stripped, found = _strip_marks(message, i)
             marks.extend(found)
-            digests.append(self._put(stripped, new))
+            if i < len(self._recent) and self._recent[i][0] == stripped:
+                key = self._recent[i][1]
+            else:
+                key = self._put(self._texts(stripped, new), new)
+            digests.append(key)
+            recent.append((stripped, key))
+        self._recent = recent
         keys = [""]
         for d in digests:
             keys.append(_chain_key(keys[-1], d))
@@ -207,6 +281,45 @@ class PartStore:
             ref["conversation"] = self._chains[keys[-1]] = self._put(part, new)
         ref["cache_marks"] = marks
         return ref
+
+    def _texts(self, value: Any, new: dict[str, Any] | None) -> Any:
+        return refer(value, lambda text: self._put(text, new))
+
+
+class PartBatch:
+    """The parts of one record while it is built (:meth:`PartStore.batch`)."""
+
+    def __init__(self, store: PartStore) -> None:
+        self._store = store
+        #: The parts no earlier record of the session holds: the record's ``parts``.
+        self.new: dict[str, Any] = {}
+
+    def request(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A request body in reference form (its parts stored)."""
+        return self._store._compact(body, self.new)
+
+    def texts(self, value: Any) -> Any:
+        """``value`` with each long string a reference to its text part."""
+        return self._store._texts(value, self.new)
+
+    def value(self, slot: str, value: Any) -> Any:
+        """``value`` as a reference to a part when its JSON is long, else itself.
+
+        ``slot`` names what it is (``"decisions"``): a value equal to the slot's previous
+        one is found by a comparison, not serialised again.
+        """
+        last = self._store._memo.get(slot)
+        if last is not None and last[0] == value:
+            return {REF_KEY: last[1]}
+        raw = _canonical(value)
+        if len(raw) < TEXT_PART_MIN:
+            return value
+        return {REF_KEY: self._store._put_slot(slot, value, self.new, raw)}
+
+    def carry(self, refs: Iterable[Mapping[str, Any]]) -> None:
+        """Add the parts the call log's reference forms need that no record carries yet
+        (:meth:`PartStore.carry`, within this batch's keep rule)."""
+        self._store._carry_refs(refs, self.new)
 
 
 def known_part(digest: str) -> Any:
@@ -251,12 +364,14 @@ def _conversation(lookup: Lookup, digest: str) -> list[str]:
     return [d for chunk in reversed(chunks) for d in chunk]
 
 
-def request_body(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup) -> dict[str, Any]:
-    """The exact body of a request entry of either record version.
+def request_body(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, *,
+                 version: int = RECORD_VERSION) -> dict[str, Any]:
+    """The exact body of a request entry of any record version.
 
-    Version 1 entries carry their ``body``; version 2 entries are rebuilt from ``parts``
-    (a digest → part mapping, or a lookup function). Raises :class:`MissingPart` naming
-    the first part that cannot be found.
+    Version 1 entries carry their ``body``; later entries are rebuilt from ``parts`` (a
+    digest → part mapping, or a lookup function), and from version 3 the texts their
+    message parts refer to are put back (``version`` is the record's). Raises
+    :class:`MissingPart` naming the first part that cannot be found.
     """
     if isinstance(entry.get("body"), Mapping):
         return copy.deepcopy(dict(entry["body"]))
@@ -264,7 +379,7 @@ def request_body(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup) ->
     body: dict[str, Any] = copy.deepcopy(dict(entry.get("params") or {}))
     if "system" in entry:
         body["system"] = copy.deepcopy(_resolve(lookup, entry["system"], "system"))
-    messages = [copy.deepcopy(_resolve(lookup, d, "message"))
+    messages = [_message(lookup, d, version)
                 for d in (_conversation(lookup, entry["conversation"])
                           if entry.get("conversation") else [])]
     for i, j, mark in entry.get("cache_marks") or []:
@@ -275,9 +390,21 @@ def request_body(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup) ->
     return body
 
 
-def expand_request(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup) -> dict[str, Any]:
+def _message(lookup: Lookup, digest: str, version: int) -> dict[str, Any]:
+    message = _resolve(lookup, digest, "message")
+    if version < 3:  # before text parts, a "$part" in a message was the model's own text
+        return copy.deepcopy(dict(message))
+    return dict(resolve(message, lookup, _missing_text))
+
+
+def _missing_text(digest: str) -> Any:
+    raise MissingPart(digest, "text")
+
+
+def expand_request(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, *,
+                   version: int = RECORD_VERSION) -> dict[str, Any]:
     """:func:`request_body`, checked against the entry's ``digest`` when it has one."""
-    body = request_body(entry, parts)
+    body = request_body(entry, parts, version=version)
     expected = entry.get("digest")
     if expected and content_digest(body) != expected:
         raise JupyterMemoryError(
@@ -296,7 +423,54 @@ def notebook_parts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def record_lookup(record: Mapping[str, Any], then: Lookup | None = known_part) -> Lookup:
+    """Find a part in ``record``'s own ``parts``, else through ``then`` (by default the
+    parts of this process's live sessions, which hold every part a live record needs)."""
+    parts = record.get("parts")
+    own: Mapping[str, Any] = parts if isinstance(parts, Mapping) else {}
+
+    def lookup(digest: str) -> Any:
+        found = own.get(digest)
+        return found if found is not None or then is None else then(digest)
+
+    return lookup
+
+
+def expand_record(record: Mapping[str, Any], lookup: Lookup,
+                  missing: Callable[[str], Any] = _missing_text, *,
+                  sections: Iterable[str] = STORED_SECTIONS,
+                  copied: bool = True) -> dict[str, Any]:
+    """A copy of ``record`` whose stored ``sections`` hold their texts again, and whose
+    recall decisions are a list (a record before version 3 is returned as it is).
+
+    ``missing(digest)`` gives what stands for a part ``lookup`` does not find; by default
+    :class:`MissingPart` is raised. ``copied=False`` shares the parts (read-only use).
+    """
+    out = dict(record)
+    if not isinstance(record.get("version"), int) or record["version"] < 3:
+        return out
+    for section in sections:
+        if section in out:
+            out[section] = resolve(out[section], lookup, missing, copied=copied)
+    recall = out.get("recall")
+    if isinstance(recall, Mapping) and "decisions" in recall:
+        decisions = resolve(recall["decisions"], lookup, lambda digest: [], copied=copied)
+        out["recall"] = {**recall, "decisions": decisions if isinstance(decisions, list) else []}
+    return out
+
+
+def readable(record: Mapping[str, Any], lookup: Lookup | None = None, *,
+             sections: Iterable[str] = STORED_SECTIONS) -> dict[str, Any]:
+    """``record`` as a display shows it: every text it can find put back, the others
+    :data:`ELSEWHERE` (``lookup``: by default the record's parts, then the live ones).
+
+    The result shares its parts with the record and the session: read it, never change it.
+    """
+    return expand_record(record, record_lookup(record) if lookup is None else lookup,
+                         lambda digest: ELSEWHERE, sections=sections, copied=False)
+
+
 def turn_record_schema() -> dict[str, Any]:
-    """The JSON Schema of a version-2 turn record, as a dict."""
+    """The JSON Schema of the turn record this package writes, as a dict."""
     schema: dict[str, Any] = json.loads(package_root().text(TURN_RECORD_SCHEMA))
     return schema

@@ -35,6 +35,7 @@ from jupyter_memory.commands import (
     printable,
     read_words,
 )
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.errors import InternalError, JupyterMemoryError, internal_error
 from jupyter_memory.memdir.scopes import DEFAULT_AGENT
 from jupyter_memory.widgets.roots import bundle_on_page, on_page
@@ -129,7 +130,7 @@ class MagicCommandContext(CommandContext[Any]):
     def show_request_view(self, session: Any, *, counted_tokens: int | None) -> bool:
         from jupyter_memory.widgets import show_context
 
-        record = getattr(session, "last_record", None) or {}
+        record = readable(getattr(session, "last_record", None) or {}, sections=())
         decisions = (record.get("recall") or {}).get("decisions") or None
         show_context(session, counted_tokens=counted_tokens, decisions=decisions)
         return True

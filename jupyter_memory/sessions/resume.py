@@ -25,10 +25,18 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.context.assemble import wire_messages
-from jupyter_memory.context.request_parts import expand_request, notebook_parts
+from jupyter_memory.context.part_refs import refer, references
+from jupyter_memory.context.request_parts import (
+    MissingPart,
+    content_digest,
+    expand_record,
+    expand_request,
+    notebook_parts,
+)
 from jupyter_memory.errors import JupyterMemoryError, PathRefused
 from jupyter_memory.memdir.gateway import Root, Roots, person_root
-from jupyter_memory.transcript.reader import read_entries
+from jupyter_memory.memdir.location import projects_dir
+from jupyter_memory.transcript.reader import find_session_log, read_entries
 from jupyter_memory.transcript.rebuild import rebuild_conversation
 
 if TYPE_CHECKING:
@@ -95,6 +103,8 @@ class Resumed:
         cleared = self.skipped.get("cleared_agent_cells")
         if cleared:
             text += f"; {cleared} agent cell{'s' if cleared != 1 else ''} without output left out"
+        if self.notes:
+            text += "; " + "; ".join(self.notes)
         return text + "."
 
     def to_json(self) -> dict[str, Any]:
@@ -299,17 +309,112 @@ def _clean(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any]:
     return list(conv), conv
 
 
-def conversation_from_notebook(path: Path, *, before_source: str | None = None,
-                               roots: Roots | None = None) -> Resumed:
+class _Texts:
+    """Puts back the texts a notebook's records keep as parts: from the notebook's outputs,
+    else from the logs of the sessions that wrote them (read once, when first needed)."""
+
+    def __init__(self, entries: Sequence[tuple[str, Mapping[str, Any]]], path: Path,
+                 env: Mapping[str, str] | None) -> None:
+        self.path = path
+        self.env = env
+        self.parts = notebook_parts(data for kind, data in entries if kind == "turn")
+        self.logs: dict[str, tuple[Path | None, dict[str, str]]] = {}
+        self.from_logs: dict[Path, int] = {}
+
+    def _log(self, session_id: str) -> tuple[Path | None, dict[str, str]]:
+        if session_id not in self.logs:
+            log = find_session_log(session_id, projects_dir(self.env))
+            found: dict[str, str] = {}
+
+            def keep(text: str) -> str:
+                key = content_digest(text)
+                found[key] = text
+                return key
+
+            for entry in read_entries(log, from_last_boundary=False) if log is not None else []:
+                message = entry.get("message")
+                if isinstance(message, Mapping):
+                    refer(message.get("content"), keep)
+            self.logs[session_id] = (log, found)
+        return self.logs[session_id]
+
+    def expand(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """``record`` with its texts put back (the others as they are)."""
+        try:
+            return expand_record(record, self.parts.get, sections=("messages",))
+        except MissingPart:
+            pass
+        session_id = str(record.get("session_id") or "")
+        log, texts = self._log(session_id)
+        used: set[str] = set()
+
+        def lookup(digest: str) -> Any:
+            found = self.parts.get(digest)
+            if found is None and digest in texts:
+                used.add(digest)
+                return texts[digest]
+            return found
+
+        try:
+            expanded = expand_record(record, lookup, sections=("messages",))
+        except MissingPart as exc:
+            where = (f"the session's log {log} does not hold it either" if log is not None else
+                     f"the session's log ({session_id}.jsonl) is not under {projects_dir(self.env)}")
+            raise ResumeError(
+                f"Cannot resume from {self.path.name}: turn {record.get('turn', '?')} (session "
+                f"{session_id or '?'}) needs {_what_needs(record, exc.digest)}, which is kept "
+                "once, in an earlier output of the notebook that was cleared or deleted, and "
+                f"{where}. Restore that output, resume from a log (%agent resume PATH.jsonl), "
+                "or clear this turn's output too to leave the turn out.") from None
+        if log is not None and used:
+            self.from_logs[log] = self.from_logs.get(log, 0) + len(used)
+        return expanded
+
+    def notes(self) -> list[str]:
+        return [f"{count} text{'s' if count != 1 else ''} of cleared outputs read from the "
+                f"session log {log.name}" for log, count in self.from_logs.items()]
+
+
+def _what_needs(record: Mapping[str, Any], digest: str) -> str:
+    """Which part of a turn a missing text belongs to, in the person's words."""
+    calls = {c.get("id"): c for c in record.get("tool_calls") or [] if isinstance(c, Mapping)}
+    for index, message in enumerate(record.get("messages") or []):
+        if not isinstance(message, Mapping) or digest not in set(references(message)):
+            continue
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, Mapping) or digest not in set(references(block)):
+                continue
+            if block.get("type") == "tool_result":
+                call_id = block.get("tool_use_id")
+                name = (calls.get(call_id) or {}).get("name", "a tool")
+                return f"the result of tool call {call_id} ({name})"
+            if block.get("type") == "tool_use":
+                return f"the input of tool call {block.get('id')} ({block.get('name', 'a tool')})"
+        return f"message {index + 1} of the turn ({message.get('role', '?')})"
+    return f"the text part {digest[:19]}…"
+
+
+def conversation_from_notebook(
+    path: Path, *, before_source: str | None = None, roots: Roots | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Resumed:
     """Rebuild the conversation from a saved notebook's turn records and compactions.
 
     Files a record names are read again only inside ``roots`` (a session's; by default
-    the notebook's own project and memdir, :func:`notebook_roots`).
+    the notebook's own project and memdir, :func:`notebook_roots`). A record keeps each
+    long text once per session (version 3): a text stored in an output that was cleared
+    or deleted since is read from the session's log (found under ``<base>/projects``,
+    ``env`` choosing the base), or the turn and tool call that need it are named in a
+    :class:`ResumeError`.
     """
     path = Path(path)
     entries, skipped = notebook_entries(path, before_source=before_source)
+    texts = _Texts(entries, path, env)
+    entries = [(kind, texts.expand(data) if kind == "turn" else data) for kind, data in entries]
     messages, facts = conversation_from_entries(
         entries, roots if roots is not None else notebook_roots(path))
+    facts["notes"].extend(texts.notes())
     records = [data for kind, data in entries if kind == "turn"]
     sessions = []
     for record in records:
@@ -366,12 +471,15 @@ def _is_prompt(entry: Mapping[str, Any]) -> bool:
     return any(isinstance(b, Mapping) and b.get("type") == "text" for b in content or [])
 
 
-def load_conversation(path: Path, *, before_source: str | None = None,
-                      roots: Roots | None = None) -> Resumed:
+def load_conversation(
+    path: Path, *, before_source: str | None = None, roots: Roots | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Resumed:
     """A notebook (``.ipynb``) or a session log (``.jsonl``), told apart by content."""
     path = Path(path).expanduser()
     if path.suffix == ".ipynb":
-        return conversation_from_notebook(path, before_source=before_source, roots=roots)
+        return conversation_from_notebook(path, before_source=before_source, roots=roots,
+                                          env=env)
     if path.suffix == ".jsonl":
         return conversation_from_log(path)
     try:
@@ -384,7 +492,8 @@ def load_conversation(path: Path, *, before_source: str | None = None,
     if head == b"{":
         try:
             json.loads(person_root(path).text(path))
-            return conversation_from_notebook(path, before_source=before_source, roots=roots)
+            return conversation_from_notebook(path, before_source=before_source, roots=roots,
+                                              env=env)
         except ValueError:
             pass
     return conversation_from_log(path)
@@ -466,7 +575,8 @@ def resume_session(
     path = Path(path).expanduser()
     if not path.is_absolute():
         path = Path(os.getcwd()) / path
-    resumed = load_conversation(path, before_source=before_source, roots=session.tool_roots())
+    resumed = load_conversation(path, before_source=before_source, roots=session.tool_roots(),
+                                env=session.env)
     apply_resume(session, resumed, seed_log=seed_log)
     return resumed
 
@@ -548,10 +658,11 @@ def notebook_requests(
                               f"(0 to {len(entries) - 1}).")
         entries = [entries[round_index]]
     parts = notebook_parts(records)
+    version = record.get("version")
     rebuilt = []
     for entry in entries:
         try:
-            body = expand_request(entry, parts)
+            body = expand_request(entry, parts, version=version if isinstance(version, int) else 1)
         except JupyterMemoryError as exc:
             raise ResumeError(f"Turn {number} of {path}: {exc}") from None
         rebuilt.append({"round": entry.get("round"), "digest": entry.get("digest"), "body": body})

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from jupyter_memory.errors import PathRefused
 from jupyter_memory.memdir.gateway import Root, person_root
 from jupyter_memory.transcript.entries import KNOWN_TYPES, is_boundary, is_valid, last_boundary
 
-__all__ = ["FAST_PATH_BYTES", "EntryList", "ReadStats", "read_entries"]
+__all__ = ["FAST_PATH_BYTES", "EntryList", "ReadStats", "find_session_log", "read_entries"]
 
 FAST_PATH_BYTES = 5 * 1024 * 1024
 """Logs larger than this are read from their last compaction boundary without parsing
@@ -200,3 +202,27 @@ def _is_boundary_line(line: bytes) -> bool:
     except ValueError:
         return False
     return isinstance(entry, dict) and is_boundary(entry)
+
+
+#: A session id as this package and the reference write them (uuids); anything else, read
+#: from a file someone else wrote, is never made into a path.
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+def find_session_log(session_id: str, projects: Path) -> Path | None:
+    """The log ``<projects>/<key>/<session id>.jsonl`` of the session, whatever folder it
+    ran in, or None (no such log, or an id that is not one). Read through the gateway:
+    a folder or log that is a symbolic link is passed over."""
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        return None
+    root = Root.declare("config", projects, label="the session logs folder")
+    try:
+        folders = sorted(e.name for e in root.scandir()
+                         if e.is_dir(follow_symlinks=False))
+    except (OSError, PathRefused):
+        return None
+    for folder in folders:
+        name = f"{folder}/{session_id}.jsonl"
+        if root.is_file(name):
+            return root.locate(name)
+    return None

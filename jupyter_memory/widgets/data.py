@@ -405,8 +405,16 @@ def _in_memdir(path: str, memdir: Path | None) -> str | None:
     return PurePosixPath(*rel.parts).as_posix()
 
 
+def _listed(value: Any) -> list[Any]:
+    """A list section of a record, or nothing (a part this record does not hold)."""
+    return value if isinstance(value, list) else []
+
+
 def turn_memories(record: Mapping[str, Any], memdir: Path | str | None = None) -> TurnMemories:
-    """What a turn record says about memory; reads are known only when ``memdir`` is given."""
+    """What a turn record says about memory; reads are known only when ``memdir`` is given.
+
+    ``record`` is readable (``request_parts.readable``): its texts and decisions put back.
+    """
     root = Path(memdir).expanduser() if memdir is not None else None
     recalled = []
     for message in record.get("messages") or []:
@@ -425,5 +433,5 @@ def turn_memories(record: Mapping[str, Any], memdir: Path | str | None = None) -
         recalled=tuple(recalled),
         read=tuple(read),
         written=tuple(dict(w) for w in record.get("memories_written") or []),
-        decisions=tuple(dict(d) for d in recall.get("decisions") or []),
+        decisions=tuple(dict(d) for d in _listed(recall.get("decisions")) if isinstance(d, Mapping)),
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from jupyter_memory.context.assemble import MAX_BREAKPOINTS, AssembledRequest, ContextReport
 from jupyter_memory.context.models import unknown_model_note
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.widgets import style
 from jupyter_memory.widgets.data import (
@@ -587,10 +588,14 @@ def turn_memories_html(record: Mapping[str, Any], memdir: Path | str | None = No
 
 def turn_html(record: Mapping[str, Any], memdir: Path | str | None = None,
               *, undone: bool = False) -> str:
-    """The agent cell's HTML (tools folded, answer, events, footer) plus its memories."""
+    """The agent cell's HTML (tools folded, answer, events, footer) plus its memories.
+
+    ``record`` may keep its long texts as parts: they are put back (``readable``).
+    """
     from jupyter_memory.widgets.render import turn_html as base_html
 
-    base = base_html(dict(record))
+    record = readable(record)
+    base = base_html(record)
     extra = turn_memories_html(record, memdir, undone=undone)
     if not extra:
         return base

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from jupyter_memory.agent.loop import TURN_MIME
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.widgets.compaction import compaction_html, compaction_text
 from jupyter_memory.widgets.safe import escape, markdown_html, md_code, md_text, safe_markdown
 
@@ -175,10 +176,15 @@ def _compactions_html(record: dict[str, Any]) -> str:
 
 
 def turn_bundle(record: dict[str, Any]) -> dict[str, Any]:
-    """The output bundle of an agent cell: the record and its fallbacks."""
+    """The output bundle of an agent cell: the record and its fallbacks.
+
+    The record keeps each long text once, as a part (request_parts.py); the fallbacks show
+    the texts themselves, found in the record or in the live session that made it.
+    """
+    shown = readable(record, sections=("tool_calls",))
     return {
         TURN_MIME: record,
-        "text/markdown": turn_markdown(record),
-        "text/html": turn_html(record),
+        "text/markdown": turn_markdown(shown),
+        "text/html": turn_html(shown),
         "text/plain": record.get("answer") or "(no answer)",
     }

@@ -16,7 +16,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from jupyter_memory.context.request_parts import expand_request, known_part
+from jupyter_memory.context.request_parts import expand_request, readable, record_lookup
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.widgets import style
 from jupyter_memory.widgets._base import fallback_bundle
@@ -45,7 +45,8 @@ def _footer(record: Mapping[str, Any]) -> str:
 class TurnView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type information
     """One turn record (docs/architecture.md, "The turn record") as a widget.
 
-    ``written`` lists the memory files the extraction agent saved after this turn (by
+    The texts the record keeps as parts are put back from the record and the live
+    sessions of this kernel (``self.record`` is that readable copy). ``written`` lists the memory files the extraction agent saved after this turn (by
     default the record's ``memories_written`` entries whose ``by`` is ``extraction``);
     ``on_undo(files)`` is called by the Undo button. ``memdir`` lets the view tell which
     Read calls opened memories.
@@ -61,7 +62,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type 
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.record = dict(record)
+        self.record = readable(record)
         self.memdir = memdir
         self.memories: TurnMemories = turn_memories(self.record, memdir)
         if written is None:
@@ -127,14 +128,10 @@ class TurnView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type 
     def request_html(self, index: int) -> str:
         """Request ``index`` of the turn, rebuilt from its record and this kernel's parts."""
         entry = (self.record.get("requests") or [])[index]
-        parts = self.record.get("parts") or {}
-
-        def lookup(digest: str) -> Any:
-            found = parts.get(digest)
-            return found if found is not None else known_part(digest)
-
+        version = self.record.get("version")
         try:
-            body = expand_request(entry, lookup)
+            body = expand_request(entry, record_lookup(self.record),
+                                  version=version if isinstance(version, int) else 1)
         except JupyterMemoryError as exc:
             return f"<div class='jm-root'>{esc(str(exc))}</div>"
         pretty = json.dumps(body, ensure_ascii=False, indent=2)

@@ -17,7 +17,7 @@ import { Widget } from '@lumino/widgets';
 import { ageText, el, formatTokens, prettyValue } from './format';
 import { classToken, cleanHtml } from './safe';
 import type { TurnRecord } from './turnrecord';
-import { requestViews } from './turnrequests';
+import { readableRecord, requestViews } from './turnrequests';
 
 export const TURN_MIME = 'application/vnd.jupyter-memory.turn+json';
 
@@ -69,7 +69,9 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    const record: SavedRecord = asObject(model.data[TURN_MIME]);
+    const saved: SavedRecord = asObject(model.data[TURN_MIME]);
+    // Long texts are parts kept once per notebook (record version 3).
+    const record: SavedRecord = readableRecord(saved);
     this.node.textContent = '';
     this.node.append(this._header(record));
     const answer = el('div', 'jp-MemoryTurn-answer');
@@ -82,7 +84,7 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
       this._context(asObject(record.context)),
       this._written(asArray(record.memories_written)),
       this._events(asArray(record.events)),
-      this._requests(record)
+      this._requests(saved)
     ];
     for (const section of sections) {
       if (section) {

@@ -1,13 +1,16 @@
 /**
  * Rebuild the model requests of a turn record from its content-addressed parts.
  *
- * A version-2 record (jupyter_memory/schemas/turn-record.v2.json) keeps each
- * request as references: `params`, the digests of its `system` and `tools`
- * block lists, a `conversation` part chaining message digests, and
- * `cache_marks`. A part is stored once, in the first output of the session
- * that needed it, so a renderer that sees one output can rebuild a request
- * only when every part it needs is in that output; otherwise it says which
- * parts live in an earlier output. Version-1 records carried whole bodies.
+ * A version-2 record keeps each request as references: `params`, the digests
+ * of its `system` and `tools` block lists, a `conversation` part chaining
+ * message digests, and `cache_marks`. From version 3
+ * (jupyter_memory/schemas/turn-record.v3.json) every long string of a message
+ * part, of the record's `messages` and `tool_calls`, and the recall decisions
+ * are parts too, referred to as `{"$part": DIGEST}`. A part is stored once, in
+ * the first output of the session that needed it: the renderer finds it in
+ * this output or in one rendered before it on this page; otherwise it says
+ * which parts live in an earlier output. Version-1 records carried whole
+ * bodies.
  */
 import type { ConversationPart, RequestEntry, TurnRecord } from './turnrecord';
 
@@ -22,6 +25,100 @@ export interface IRequestView {
 }
 
 type Parts = Record<string, unknown>;
+/** Finds a part by digest, or `undefined`. */
+export type Lookup = (digest: string) => unknown;
+
+/** What a view shows for a text kept in an output it cannot see. */
+export const ELSEWHERE = '(kept once, in an earlier output of this notebook)';
+
+/** Parts of the records rendered on this page so far (each part is immutable). */
+const seen = new Map<string, unknown>();
+
+/** Remember the parts a record carries, for the outputs rendered after it. */
+export function rememberParts(record: unknown): void {
+  const parts = isObject(record) ? record.parts : undefined;
+  if (isObject(parts)) {
+    for (const [digest, part] of Object.entries(parts)) {
+      seen.set(digest, part);
+    }
+  }
+}
+
+/** A lookup in `parts`, then in the parts of records rendered before. */
+export function lookupIn(parts: Parts | Lookup): Lookup {
+  if (typeof parts === 'function') {
+    return parts;
+  }
+  return digest =>
+    Object.prototype.hasOwnProperty.call(parts, digest)
+      ? parts[digest]
+      : seen.get(digest);
+}
+
+function isRef(value: unknown): value is { $part: string } {
+  return (
+    isObject(value) &&
+    Object.keys(value).length === 1 &&
+    typeof value.$part === 'string'
+  );
+}
+
+/**
+ * `value` with every `{"$part": DIGEST}` replaced by its part (`missing` for
+ * one not found) and every `{"$literal": {...}}` unwrapped.
+ */
+export function resolveRefs(
+  value: unknown,
+  lookup: Lookup,
+  missing: (digest: string) => unknown = () => ELSEWHERE
+): unknown {
+  if (Array.isArray(value)) {
+    return value.map(item => resolveRefs(item, lookup, missing));
+  }
+  if (!isObject(value)) {
+    return value;
+  }
+  if (isRef(value)) {
+    const found = lookup(value.$part);
+    return found === undefined ? missing(value.$part) : clone(found);
+  }
+  let inner: Record<string, unknown> = value;
+  if (Object.keys(value).length === 1 && isObject(value.$literal)) {
+    inner = value.$literal;
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(inner)) {
+    out[key] = key === '_meta' ? item : resolveRefs(item, lookup, missing);
+  }
+  return out;
+}
+
+/**
+ * A record as the renderer shows it: its tool calls, messages and recall
+ * decisions with their texts put back (version 3), those it cannot find
+ * shown as {@link ELSEWHERE}. Remembers the record's parts.
+ */
+export function readableRecord<T extends Record<string, any>>(record: T): T {
+  rememberParts(record);
+  if (typeof record.version !== 'number' || record.version < 3) {
+    return record;
+  }
+  const lookup = lookupIn(isObject(record.parts) ? record.parts : {});
+  const out: Record<string, any> = { ...record };
+  for (const section of ['messages', 'tool_calls']) {
+    if (section in out) {
+      out[section] = resolveRefs(out[section], lookup);
+    }
+  }
+  if (isObject(out.recall) && 'decisions' in out.recall) {
+    const decisions = resolveRefs(out.recall.decisions, lookup, () => []);
+    out.recall = {
+      ...out.recall,
+      decisions: Array.isArray(decisions) ? decisions : []
+    };
+  }
+  return out as T;
+}
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return !!value && typeof value === 'object' && !Array.isArray(value);
@@ -34,13 +131,14 @@ function clone<T>(value: T): T {
 /** Message digests of a conversation part, following its prefix chain. */
 export function conversationDigests(
   digest: string,
-  parts: Parts
+  parts: Parts | Lookup
 ): { digests: string[]; complete: boolean } {
+  const find = lookupIn(parts);
   const chunks: string[][] = [];
   const seen = new Set<string>();
   let current: string | null = digest;
   while (current !== null) {
-    const part: unknown = parts[current];
+    const part: unknown = find(current);
     if (seen.has(current) || !isObject(part)) {
       return { digests: [], complete: false };
     }
@@ -56,7 +154,12 @@ export function conversationDigests(
 }
 
 /** Rebuild one request entry from the parts at hand (see the module comment). */
-export function requestView(entry: unknown, parts: Parts): IRequestView {
+export function requestView(
+  entry: unknown,
+  parts: Parts | Lookup,
+  version = 2
+): IRequestView {
+  const find = lookupIn(parts);
   const raw = isObject(entry) ? entry : {};
   const round = typeof raw.round === 'number' ? raw.round : null;
   const digest = typeof raw.digest === 'string' ? raw.digest : '';
@@ -69,21 +172,34 @@ export function requestView(entry: unknown, parts: Parts): IRequestView {
     ? clone(ref.params)
     : {};
   if (typeof ref.system === 'string') {
-    if (parts[ref.system] !== undefined) {
-      body.system = clone(parts[ref.system]);
+    if (find(ref.system) !== undefined) {
+      body.system = clone(find(ref.system));
     } else {
       missing.push('system');
     }
   }
   let messages: Array<Record<string, any>> = [];
   if (typeof ref.conversation === 'string') {
-    const chain = conversationDigests(ref.conversation, parts);
+    const chain = conversationDigests(ref.conversation, find);
+    let textMissing = false;
+    const text = (): unknown => {
+      textMissing = true;
+      return ELSEWHERE;
+    };
     if (!chain.complete) {
       missing.push('conversation');
-    } else if (chain.digests.some(d => parts[d] === undefined)) {
+    } else if (chain.digests.some(d => find(d) === undefined)) {
       missing.push('message');
     } else {
-      messages = chain.digests.map(d => clone(parts[d]) as Record<string, any>);
+      messages = chain.digests.map(
+        d =>
+          (version >= 3
+            ? resolveRefs(find(d), find, text)
+            : clone(find(d))) as Record<string, any>
+      );
+      if (textMissing) {
+        missing.push('text');
+      }
       for (const mark of ref.cache_marks ?? []) {
         const [i, j, control] = mark;
         const block = messages[i]?.content?.[j];
@@ -97,8 +213,8 @@ export function requestView(entry: unknown, parts: Parts): IRequestView {
   }
   body.messages = messages;
   if (typeof ref.tools === 'string') {
-    if (parts[ref.tools] !== undefined) {
-      body.tools = clone(parts[ref.tools]);
+    if (find(ref.tools) !== undefined) {
+      body.tools = clone(find(ref.tools));
     } else {
       missing.push('tools');
     }
@@ -106,11 +222,13 @@ export function requestView(entry: unknown, parts: Parts): IRequestView {
   return { round, digest, body: missing.length ? null : body, missing };
 }
 
-/** Every request of a record (version 1 or 2), rebuilt where its parts allow. */
+/** Every request of a record (version 1, 2 or 3), rebuilt where its parts allow. */
 export function requestViews(
   record: Partial<TurnRecord> | Record<string, unknown>
 ): IRequestView[] {
+  rememberParts(record);
   const requests = Array.isArray(record.requests) ? record.requests : [];
   const parts = isObject(record.parts) ? (record.parts as Parts) : {};
-  return requests.map(entry => requestView(entry, parts));
+  const version = typeof record.version === 'number' ? record.version : 1;
+  return requests.map(entry => requestView(entry, parts, version));
 }

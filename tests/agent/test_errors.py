@@ -18,6 +18,7 @@ from sessions import make_session
 
 from jupyter_memory.agent import loop
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.errors import (
     EXIT_INTERNAL,
     EXIT_MODEL,
@@ -103,7 +104,7 @@ def test_a_tool_error_goes_back_to_the_model(tmp_path: Path, fake_api) -> None:
                      Turn(text="That file does not exist.")])
     result = run_turn(session, "Read /nowhere/at/all.md")
     assert result.ok and result.failure is None
-    [call] = result.record["tool_calls"]
+    [call] = readable(result.record)["tool_calls"]  # a long result is a stored part
     assert call["is_error"] and "nowhere" in call["result"]
 
 

@@ -232,7 +232,7 @@ def test_sessionstart_context_belongs_to_the_first_turn(fake_api, project):
     assert starts == ["startup", "startup"]
     hook_messages = [m for m in session.messages if (m.get("_meta") or {}).get("kind") == "hook_context"]
     assert len(hook_messages) == 1
-    assert done.record["messages"][0] is hook_messages[0]
+    assert done.record["messages"][0] == hook_messages[0]
     logged = [json.loads(line) for line in session.log.path.read_text().splitlines()]
     assert logged[0]["isMeta"] is True
     assert "sales.parquet" in json.dumps(logged[0]["message"]["content"])

@@ -91,11 +91,13 @@ def test_a_changed_first_message_starts_a_new_chain_but_reuses_the_other_message
 def test_a_failed_turn_carries_its_parts_but_later_records_do_not_count_on_them() -> None:
     store = PartStore()
     body = body_of([msg("user", "hi", mark=True)])
-    refs, parts = store.compact_all([body], keep=False)
-    assert expand_request({**refs[0], "digest": digest(body)}, parts) == body
-    again, parts_again = store.compact_all([body])
-    assert again == refs and parts_again == parts  # stored again by the next record
-    _, nothing = store.compact_all([body])
+    with store.batch(keep=False) as failed:
+        ref = failed.request(body)
+    parts = failed.new
+    assert expand_request({**ref, "digest": digest(body)}, parts) == body
+    again, parts_again = store.compact(body)
+    assert again == ref and parts_again == parts  # stored again by the next record
+    _, nothing = store.compact(body)
     assert nothing == {}
 
 
@@ -168,7 +170,7 @@ def saved_turns(tmp_path: Path, fake_api):
 def test_every_request_of_every_turn_rebuilds_to_what_was_sent(saved_turns, fake_api) -> None:
     _session, results, path = saved_turns
     records = [r.record for r in results]
-    assert all(r["version"] == RECORD_VERSION == 2 for r in records)
+    assert all(r["version"] == RECORD_VERSION == 3 for r in records)
     sent = [r.body for r in fake_api.requests]
     rebuilt = []
     for number in range(1, len(records) + 1):
@@ -270,7 +272,7 @@ def test_the_schema_rejects_a_version_1_record_and_an_unknown_field() -> None:
     v1 = next(o["data"]["application/vnd.jupyter-memory.turn+json"]
               for c in nbformat.read(str(V1_NOTEBOOK), as_version=4).cells for o in c.outputs)
     messages = {e.message for e in validator.iter_errors(json.loads(json.dumps(v1)))}
-    assert "2 was expected" in messages and "'parts' is a required property" in messages
+    assert "3 was expected" in messages and "'parts' is a required property" in messages
 
 
 def test_the_turn_view_shows_each_request_rebuilt_when_its_fold_opens(saved_turns, fake_api) -> None:

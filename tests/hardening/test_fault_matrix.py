@@ -42,6 +42,7 @@ from jupyter_memory.agent.compaction import (
 from jupyter_memory.agent.extraction import ExtractionHook, hook_for
 from jupyter_memory.agent.loop import TurnEvents, TurnResult, run_turn
 from jupyter_memory.agent.session import Session
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.localapi import Fault, ToolCall, Turn
 
 # Every session works on the test's memdir (the `memdir` fixture, hardening/conftest.py).
@@ -373,8 +374,8 @@ def test_prefetch_selector(case: Case, project: Path, fake_api: Any,
     result = turn_ok(session, "What unit is the revenue column in?")
     assert result.answer == "It is in euros, I think."
     assert router.seen["selector"] == case.attempts(streaming=False, max_retries=1)
-    selector = result.record["recall"]["selector"]
-    decision = {d["file"]: d for d in result.record["recall"]["decisions"]}[file]
+    selector = readable(result.record)["recall"]["selector"]
+    decision = {d["file"]: d for d in readable(result.record)["recall"]["decisions"]}[file]
     attached = [m["_meta"]["file"] for m in recall.recall_messages(session.messages)]
     if case.slow_only:
         assert selector["status"] == "done" and decision["decision"] == "injected"

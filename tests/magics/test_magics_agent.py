@@ -12,6 +12,7 @@ from IPython.utils.capture import capture_output
 from shell_helpers import fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.errors import ModelCallFailed
 from jupyter_memory.localapi import Fault, ToolCall, Turn
 
@@ -108,7 +109,7 @@ def test_run_python_allowed_uses_user_namespace(ip, fake_api):
     )
     cap = run(ip, "%%agent\ncompute")
     assert ip.user_ns["answer"] == 42
-    assert "42" in records(cap)[0]["tool_calls"][0]["result"]
+    assert "42" in readable(records(cap)[0])["tool_calls"][0]["result"]
 
 
 def test_fault_message_in_cell_and_kernel_survives(ip, fake_api):
@@ -195,7 +196,7 @@ def test_read_of_old_memory_through_the_magic(ip, fake_api, memdir):
         ]
     )
     cap = run(ip, "%agent how is revenue stored?")
-    rec = records(cap)[0]
+    rec = readable(records(cap)[0])
     assert "3 days" in rec["tool_calls"][0]["result"]
 
 

@@ -31,6 +31,7 @@ from shell_helpers import MakeIp, run
 from jupyter_memory.agent.loop import TURN_MIME, TurnEvents, run_turn
 from jupyter_memory.agent.remember import REMEMBER_SYSTEM
 from jupyter_memory.agent.tools import default_registry
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.localapi import Fault, Turn, echo_responder
 from jupyter_memory.localapi.echo import ECHO_PREFIX, minimal_input
 from jupyter_memory.recall import SELECTOR_TOOL, last_prefetch
@@ -262,7 +263,7 @@ def test_a_failing_selector_is_told_once_as_a_notice(fake_api, tmp_path: Path):
     for question in ("How is revenue stored?", "And in which currency?"):
         result = run_turn(session, question, events=events)
         assert result.ok and result.answer == "Answered without memories."
-        decisions = result.record["recall"]["decisions"]
+        decisions = readable(result.record)["recall"]["decisions"]
         assert decisions and all(d["reason"].startswith("selector failed: InternalServerError (500)")
                                  for d in decisions)
     [(text, payload)] = told  # the second failure of the same kind is not told again

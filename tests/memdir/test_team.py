@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_memory.cli import app as cli
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.errors import ConfigError, SecretRefused
 from jupyter_memory.memdir import team
 from jupyter_memory.memdir.location import locate
@@ -399,7 +400,7 @@ def test_agent_writes_team_memory_through_its_tools(tmp_path: Path, fake_api,
     assert "(feedback_no_mocks.md)" in (folder / "MEMORY.md").read_text()
     assert not (folder / "user_me.md").exists()  # a user memory is filed as private
     assert "type: user" in (Path(env["JUPYTER_MEMORY_DIR"]) / "user_me.md").read_text()
-    moved = [c for c in result.record["tool_calls"] if "user_me.md" in json.dumps(c)]
+    moved = [c for c in readable(result.record)["tool_calls"] if "user_me.md" in json.dumps(c)]
     assert not moved[0]["is_error"] and "always private" in moved[0]["result"]
     first = fake_api.requests[0].body
     assert "# Team memory" in first["messages"][0]["content"][0]["text"]

@@ -188,6 +188,7 @@ def test_record_keeps_the_most_telling_decisions_and_counts_the_rest():
 
 def test_turn_record_does_not_grow_with_the_memdir(fake_api, tmp_path, monkeypatch):
     from jupyter_memory.agent.loop import RECORD_DECISIONS, run_turn
+    from jupyter_memory.context.request_parts import readable
     from jupyter_memory.localapi import Turn
 
     root = tmp_path / "proj"
@@ -197,7 +198,7 @@ def test_turn_record_does_not_grow_with_the_memdir(fake_api, tmp_path, monkeypat
     session = Session(root, config=AgentConfig.from_env(
         max_retries=0, extraction=False, session_memory=False))
     fake_api.script([Turn(text="Fine.")])
-    recall_part = run_turn(session, "How is revenue stored?").record["recall"]
+    recall_part = readable(run_turn(session, "How is revenue stored?").record)["recall"]
     assert len(recall_part["decisions"]) == RECORD_DECISIONS
     assert sum(1 for d in recall_part["decisions"] if d["decision"] == "injected") == 10
     assert recall_part["omitted"] == {"not_indexed": 50}

@@ -22,6 +22,7 @@ from sessions import make_session as shared_session
 from jupyter_memory import recall
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.localapi import Fault, ToolCall, Turn
 from jupyter_memory.recall import SESSION_BUDGET_BYTES
 
@@ -118,7 +119,7 @@ def test_answer_without_tool_call_misses_the_prefetch(fake_api, project):
     assert len(router.main_bodies) == 1 and len(router.selector_bodies) == 1
     assert "MARKER-CENTS" not in text_of(router.main_bodies[0])
     assert recall_files(session) == []
-    decision = by_file(result.record["recall"]["decisions"])[cents]
+    decision = by_file(readable(result.record)["recall"]["decisions"])[cents]
     assert decision["decision"] == "skipped" and "not attached" in decision["reason"]
 
 
@@ -136,7 +137,7 @@ def test_call_after_a_tool_round_carries_the_prefetch(fake_api, project):
     assert "<system-reminder>" in text_of(second)
     assert "_meta" not in text_of(second)  # private metadata never reaches the wire
     assert recall_files(session) == [cents]
-    decision = by_file(result.record["recall"]["decisions"])[cents]
+    decision = by_file(readable(result.record)["recall"]["decisions"])[cents]
     assert decision["decision"] == "injected" and decision["path"] == "B"
     memories = {c["name"]: c["tokens"] for c in result.record["context"]["categories"]}
     assert memories["memories"] > 0
@@ -208,7 +209,7 @@ def test_names_not_in_the_manifest_are_dropped(fake_api, project):
     fake_api.responder = router
     result = run_turn(session, "How is revenue stored?")
     assert recall_files(session) == [cents]
-    decisions = by_file(result.record["recall"]["decisions"])
+    decisions = by_file(readable(result.record)["recall"]["decisions"])
     assert decisions["invented_memory.md"]["decision"] == "filtered"
     assert "not in the manifest" in decisions["invented_memory.md"]["reason"]
     assert decisions[cents]["decision"] == "injected"
@@ -226,7 +227,7 @@ def test_the_selector_answer_is_kept_as_given_beside_its_request(fake_api, proje
     # the answer before validation: the invented name is still in it
     assert prefetch.answer == {"selected_memories": ["invented_memory.md", cents]}
     assert prefetch.selected == [cents]
-    selector = result.record["recall"]["selector"]
+    selector = readable(result.record)["recall"]["selector"]
     assert selector["answer"] == prefetch.answer and selector["request"] == prefetch.request
 
 
@@ -247,7 +248,7 @@ def test_at_most_five_memories_a_turn(fake_api, project):
     fake_api.responder = router
     result = run_turn(session, "Tell me all the sales facts")
     assert recall_files(session) == files[:5]
-    decisions = by_file(result.record["recall"]["decisions"])
+    decisions = by_file(readable(result.record)["recall"]["decisions"])
     assert [decisions[f]["decision"] for f in files[5:]] == ["skipped", "skipped"]
     assert "5-file limit" in decisions[files[6]]["reason"]
 
@@ -271,7 +272,7 @@ def test_already_surfaced_and_already_read_are_filtered_before_the_call(fake_api
     manifest = router.selector_bodies[1]["messages"][0]["content"][0]["text"]
     assert fiscal in manifest
     assert cents not in manifest and frames not in manifest
-    decisions = by_file(result.record["recall"]["decisions"])
+    decisions = by_file(readable(result.record)["recall"]["decisions"])
     assert decisions[cents]["decision"] == "filtered" and decisions[cents]["path"] == "B"
     assert decisions[frames]["decision"] == "filtered" and decisions[frames]["path"] == "C"
     assert recall_files(session) == [cents, fiscal]
@@ -303,7 +304,7 @@ def test_files_read_while_the_selector_thinks_are_filtered_after_the_call(fake_a
     assert result.ok
     assert recall_files(session) == [fiscal]
     assert "MARKER-FISCAL" in text_of(router.main_bodies[2])
-    decision = by_file(result.record["recall"]["decisions"])[cents]
+    decision = by_file(readable(result.record)["recall"]["decisions"])[cents]
     assert decision["decision"] == "filtered"
     assert "after the selector answered" in decision["reason"]
 
@@ -330,7 +331,7 @@ def test_long_memories_are_cut_with_a_note(fake_api, project):
     tall_text = messages[tall]["content"][0]["text"]
     assert "200-line limit" in tall_text and "line 150" in tall_text
     assert "line 250" not in tall_text
-    decisions = by_file(result.record["recall"]["decisions"])
+    decisions = by_file(readable(result.record)["recall"]["decisions"])
     assert decisions[wide]["decision"] == "truncated" and "4,096-byte" in decisions[wide]["reason"]
     assert decisions[tall]["decision"] == "truncated" and "200-line" in decisions[tall]["reason"]
 
@@ -356,8 +357,8 @@ def test_session_budget_stops_prefetch_and_resets_when_attachments_go(fake_api, 
     assert recall.budget_used(session.messages) == 15 * 4096 == SESSION_BUDGET_BYTES
     result = run_turn(session, "Anything more in the notes?")
     assert len(router.selector_bodies) == 3  # budget spent: no new selector call
-    assert all(d["decision"] in ("skipped", "filtered") for d in result.record["recall"]["decisions"])
-    skipped = [d for d in result.record["recall"]["decisions"] if d["decision"] == "skipped"]
+    assert all(d["decision"] in ("skipped", "filtered") for d in readable(result.record)["recall"]["decisions"])
+    skipped = [d for d in readable(result.record)["recall"]["decisions"] if d["decision"] == "skipped"]
     assert skipped and "budget is spent" in skipped[0]["reason"]
     # a compaction drops the attachments: the budget and the surfaced set start again
     session.messages[:] = [m for m in session.messages if m.get("_meta", {}).get("kind") != "recall"]
@@ -384,7 +385,7 @@ def test_attachments_stop_before_the_budget_would_be_passed(fake_api, project):
     result = run_turn(session, "Anything more in the notes?")
     assert len(router.selector_bodies) == 4  # under budget: the prefetch ran
     assert recall.budget_used(session.messages) == spent  # but nothing more fitted
-    decisions = by_file(result.record["recall"]["decisions"])
+    decisions = by_file(readable(result.record)["recall"]["decisions"])
     assert decisions[files[14]]["decision"] == "skipped"
     assert "would pass the session's recall budget" in decisions[files[14]]["reason"]
 
@@ -399,11 +400,11 @@ def test_single_word_skips_and_cjk_trigger_lets_chinese_through(fake_api, projec
     fake_api.responder = router
     result = run_turn(session, "summarise")
     assert router.selector_bodies == []
-    assert by_file(result.record["recall"]["decisions"])[east]["reason"].startswith(
+    assert by_file(readable(result.record)["recall"]["decisions"])[east]["reason"].startswith(
         "prefetch did not run: single-word message")
     result = run_turn(session, "华东区的销售数据在哪个表？")
     assert router.selector_bodies == []  # the reference skips unspaced Chinese too
-    assert "cjk_trigger" in by_file(result.record["recall"]["decisions"])[east]["reason"]
+    assert "cjk_trigger" in by_file(readable(result.record)["recall"]["decisions"])[east]["reason"]
 
     cjk = make_session(project, wait_for_prefetch=True, cjk_trigger=True)
     router = Router(cjk, [east], [Turn(text="ok")], wait_first=False)
@@ -423,7 +424,7 @@ def test_selector_failure_leaves_the_turn_working(fake_api, project):
     result = run_turn(session, "How is revenue stored?")
     assert result.ok and result.answer.startswith("Revenue is stored")
     assert recall_files(session) == []
-    decision = by_file(result.record["recall"]["decisions"])[cents]
+    decision = by_file(readable(result.record)["recall"]["decisions"])[cents]
     assert decision["decision"] == "skipped"
     assert decision["reason"].startswith("selector failed: InternalServerError (500)")
 
@@ -463,5 +464,5 @@ def test_offline_selector_setting_needs_no_model(fake_api, project):
     result = run_turn(session, "Is the revenue column stored in cents or euros?")
     assert router.selector_bodies == []
     assert "MARKER-CENTS" in text_of(router.main_bodies[0])
-    decision = by_file(result.record["recall"]["decisions"])[cents]
+    decision = by_file(readable(result.record)["recall"]["decisions"])[cents]
     assert decision["decision"] == "injected" and "offline selector" in decision["reason"]

@@ -19,6 +19,7 @@ from shell_helpers import MakeIp
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
 from jupyter_memory.context.assemble import digest
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.state import forget_state, state_for
@@ -153,7 +154,7 @@ def test_replay_in_another_folder_gives_the_recorded_turns_offline(
     memdir_b = target / "memory"
     assert replayed[0].answer == recorded[0].answer
     assert replayed[1].answer == recorded[1].answer.replace(str(tmp_path / "a"), str(target))
-    call = replayed[1].record["tool_calls"][0]
+    call = readable(replayed[1].record)["tool_calls"][0]
     assert call["input"]["file_path"] == str(memdir_b / "project_cents.md")
     assert "integer cents" in call["result"]
     for mine, theirs in zip(replayed, recorded, strict=True):

@@ -19,6 +19,7 @@ from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import Session
 from jupyter_memory.cli import app as cli
 from jupyter_memory.context.assemble import digest, wire_messages
+from jupyter_memory.context.request_parts import readable
 from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.state import forget_state
@@ -147,7 +148,7 @@ def test_cleared_and_deleted_cells_are_not_part_of_it(recorded_session, tmp_path
                       ("%%agent\nhow is the revenue column stored?", None),  # outputs cleared
                       ("%agent thanks, bye", results[2].record)])
     resumed = conversation_from_notebook(save(nb, tmp_path / "n.ipynb"))
-    expected = results[0].record["messages"] + results[2].record["messages"]
+    expected = [m for r in (results[0], results[2]) for m in readable(r.record)["messages"]]
     assert resumed.messages == json.loads(json.dumps(expected))
     assert resumed.turns == 2 and resumed.skipped == {"cleared_agent_cells": 1}
     assert "1 agent cell without output left out" in resumed.describe()
