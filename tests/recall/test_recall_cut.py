@@ -21,7 +21,7 @@ for _entry in (ROOT / "benchmarks", ROOT):
     if str(_entry) not in sys.path:
         sys.path.insert(0, str(_entry))
 
-from recall_data import at_ref, harness, locomo  # noqa: E402
+from recall_data import at_ref, harness  # noqa: E402
 
 HAS_NUMPY = importlib.util.find_spec("numpy") is not None
 HAS_MODEL = HAS_NUMPY and importlib.util.find_spec(semantic.MODEL_PACKAGE) is not None
@@ -245,15 +245,6 @@ def test_the_fitter_recovers_a_known_logistic_model():
     y = (rng.random(4000) < p).astype(float)
     weights, bias = fit_recall._logistic(x.tolist(), y.tolist())
     assert weights == pytest.approx([1.5, -2.0], abs=0.2) and bias == pytest.approx(-0.5, abs=0.2)
-
-
-@pytest.mark.skipif(not locomo.available(), reason="the converted LoCoMo data is not here "
-                    "(JUPYTER_MEMORY_LOCOMO, see benchmarks/recall_data/locomo.py)")
-def test_on_a_locomo_conversation_the_selector_beats_plain_bm25(lexical_only):
-    conversation = locomo.load("dev")[1]
-    scores = harness.run([conversation], ["offline-lexical", "bm25"])
-    ours, bm25 = scores["offline-lexical"].summary(), scores["bm25"].summary()
-    assert ours["recall"] > bm25["recall"] and ours["precision"] > 2 * bm25["precision"]
 
 
 def test_the_locomo_goal_needs_its_floors_only_with_the_semantic_part():
