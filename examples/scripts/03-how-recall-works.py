@@ -26,7 +26,7 @@ def _selector(req):
         picks = ["feedback_no_pie_charts.md", "project_revenue_in_cents.md"]
     if EAST in req.prompt:
         picks = ["project_华东区销售表.md"]
-    shown = [p for p in picks if f"] {p} (" in req.prompt]  # only files in the manifest
+    shown = [p for p in picks if f"] {p} (" in req.last_user_text]  # only files in the manifest
     return Turn(tool_calls=[ToolCall("select_memories", {"selected_memories": shown})])
 
 

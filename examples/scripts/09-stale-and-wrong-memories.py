@@ -126,8 +126,8 @@ def _numbered_lines(result):
 
 
 def _selector(req):
-    text = req.prompt
-    message = text.split("The person's message:\n", 1)[-1].split("\n\nMemory files:", 1)[0]
+    text = req.last_user_text  # the manifest, then the person's message (two blocks)
+    message = text.split("The person's message:\n", 1)[-1].split("\n\nTools used", 1)[0]
     shown = set(re.findall(r"^- (?:\[\w+\] )?(\S+\.md) \(", text, re.M))
     if REVENUE_QUESTION in message:
         picks = [REVENUE_FILE, MONEY_FILE]

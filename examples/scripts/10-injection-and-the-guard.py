@@ -77,7 +77,7 @@ def _selector(req):
         picks = [PLANTED, CENTS]
     if ROTATED in req.prompt:
         picks = [KEY_MEMORY]
-    shown = [p for p in picks if f"] {p} (" in req.prompt]  # only files in the manifest
+    shown = [p for p in picks if f"] {p} (" in req.last_user_text]  # only files in the manifest
     return Turn(tool_calls=[ToolCall("select_memories", {"selected_memories": shown})])
 
 

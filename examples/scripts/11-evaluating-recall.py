@@ -26,7 +26,9 @@ _LINE = re.compile(r"^- (?:\[\w+\] )?(?P<file>\S+\.md) \([^)]*\)(?:: (?P<descrip
 
 
 def _selector(req):
-    message, _, manifest = req.prompt.partition("\n\nMemory files:\n")
+    text = req.last_user_text  # the manifest, then the person's message (two blocks)
+    manifest = text.split("Memory files:\n", 1)[-1].split("\nThe person's message:\n", 1)[0]
+    message = text.split("The person's message:\n", 1)[-1]
     wanted = next((words for question, words in WANTED.items() if question in message), ())
     picks = []
     for line in manifest.splitlines():
