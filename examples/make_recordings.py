@@ -57,7 +57,9 @@ EXAMPLES = Path(__file__).resolve().parent
 SCRIPTS = EXAMPLES / "scripts"
 HTML = EXAMPLES / "html"
 
-_MEMDIR = re.compile(r"persistent, file-based memory in `([^`]+)`")
+#: The memory folder a system prompt names: the main agent's, or a defined agent's own.
+_MEMDIR = re.compile(r"(?:persistent, file-based memory in|persistent memory folder of your "
+                     r"own, as the agent \"[^\"]+\":) `([^`]+)`")
 _EXTRACTION = "You are now the memory extraction agent"
 _REMEMBER = "You file memories for a data scientist"
 _NOTES = "You keep the running notes of a working session"
