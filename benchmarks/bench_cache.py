@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.agent.compaction.prompt import SUMMARY_REQUEST_HEAD
-from jupyter_memory.agent.extraction import hook_for
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
-from jupyter_memory.agent.session_notes import SECTIONS, session_notes_for
+from jupyter_memory.agent.session_notes import SECTIONS
 from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints
 from jupyter_memory.localapi import FakeAnthropic, ManualClock, ToolCall, Turn
 from jupyter_memory.recall.model_selector import SELECTOR_TOOL_NAME
@@ -215,18 +214,15 @@ def _run(tmp: Path, turns: int, mode: str, gap: float, min_cache_tokens: int | N
                               f"Fact {k} about the sales data.").file for k in range(MEMORIES)]
         router = Router(deque(scripted_turns(turns, data_file)), [str(f) for f in files])
         server.responder = router
-        extraction = hook_for(session)
+        extraction = session.extraction
         try:
             for i in range(turns):
                 result = run_turn(session, f"Question {i}: how does the revenue data look?")
                 if not result.ok:
                     raise SystemExit(f"turn {i} failed: {result.error}")
                 # Background calls finish before the person's next prompt.
-                if extraction is not None:
-                    extraction.wait(60)
-                notes = session_notes_for(session)
-                if notes is not None:
-                    notes.wait(60)
+                extraction.wait(60)
+                session.notes.wait(60)
                 clock.advance(gap)
         finally:
             session.close()
