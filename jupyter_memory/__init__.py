@@ -8,10 +8,10 @@ imported on first use.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory._version import __version__
+from jupyter_memory.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from jupyter_memory.magics.public import (
@@ -51,17 +51,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jupyter_memory' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(PUBLIC))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), PUBLIC)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -28,8 +28,9 @@ use: asking for :func:`open_store` never loads the git and sync modules.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from jupyter_memory.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from jupyter_memory.memdir.scopes import (
@@ -133,14 +134,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

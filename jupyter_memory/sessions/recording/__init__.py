@@ -26,8 +26,9 @@ recording as record; record.start_replay(...)`` works as it always did.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from jupyter_memory.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from jupyter_memory.sessions.recording.control import (
@@ -143,14 +144,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(
+    __name__, globals(), {name: f".{module}" for name, module in _EXPORTS.items()})
