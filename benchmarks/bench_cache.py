@@ -30,7 +30,7 @@ from jupyter_memory.agent.compaction.prompt import SUMMARY_REQUEST_HEAD
 from jupyter_memory.agent.extraction import hook_for
 from jupyter_memory.agent.loop import run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
-from jupyter_memory.agent.session_notes import SECTIONS, session_notes_for
+from jupyter_memory.agent.session_notes import SECTIONS
 from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints
 from jupyter_memory.localapi import FakeAnthropic, ManualClock, ToolCall, Turn
 from jupyter_memory.recall.model_selector import SELECTOR_TOOL_NAME
@@ -224,7 +224,7 @@ def _run(tmp: Path, turns: int, mode: str, gap: float, min_cache_tokens: int | N
                 # Background calls finish before the person's next prompt.
                 if extraction is not None:
                     extraction.wait(60)
-                notes = session_notes_for(session)
+                notes = session.notes
                 if notes is not None:
                     notes.wait(60)
                 clock.advance(gap)
