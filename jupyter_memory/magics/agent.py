@@ -111,6 +111,13 @@ AgentSettings = type("AgentSettings", (Configurable,),
                      {s.name: _trait(s) for s in user_settings()})
 
 
+def _notebook_name() -> str | None:
+    """The notebook's file name, for commands the output names: Jupyter gives the kernel
+    the notebook's path (``JPY_SESSION_NAME``) and starts it in the notebook's folder."""
+    path = os.environ.get("JPY_SESSION_NAME", "")
+    return Path(path).name if path.endswith(".ipynb") else None
+
+
 @magics_class
 class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
     """The agent's settings (``%config Agent``) and the ``%%agent`` magic.
@@ -260,7 +267,8 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         if problem is not None and result.status == "error":
             view.close()  # the turn itself was refused: the error below says it all
             raise record.ReplayMismatch(problem)
-        view.finish(bundle_on_page(turn_bundle(result.record)), expect_notice=_background_running(session))
+        view.finish(bundle_on_page(turn_bundle(result.record, _notebook_name())),
+                    expect_notice=_background_running(session))
         if result.failure is not None:
             # The record stays in the cell (resume reads it); the cell fails with the
             # error's one line, so Run All, nbclient and papermill stop here and say why.
