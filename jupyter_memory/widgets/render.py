@@ -188,7 +188,7 @@ def turn_bundle(record: dict[str, Any], notebook: str | None = None) -> dict[str
     the texts themselves, found in the record or in the live session that made it.
     ``notebook`` names the notebook in the request command the HTML gives, when known.
     """
-    shown = readable(record)
+    shown = readable(record, sections=("tool_calls",))
     return {
         TURN_MIME: record,
         "text/markdown": turn_markdown(shown),
