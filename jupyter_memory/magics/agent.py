@@ -58,6 +58,7 @@ from jupyter_memory.magics.cells import quiet as quiet_cells
 from jupyter_memory.magics.commands import magic_doc, usage_error
 from jupyter_memory.magics.state import session_for, state_for
 from jupyter_memory.memdir import trust_table
+from jupyter_memory.notebook_path import current_notebook_path
 from jupyter_memory.sessions import recording as record
 from jupyter_memory.sessions.resume import (
     ResumeError,
@@ -109,6 +110,13 @@ def _trait(setting: Any) -> Any:
 #: The core's settings as traits, declared once in ``AgentConfig`` (agent/session.py).
 AgentSettings = type("AgentSettings", (Configurable,),
                      {s.name: _trait(s) for s in user_settings()})
+
+
+def _notebook_name(shell: Any) -> str | None:
+    """The notebook's file name, for the commands an output names: the kernel runs in the
+    notebook's folder (``notebook_path.current_notebook_path`` finds the notebook)."""
+    path = current_notebook_path(getattr(shell, "user_ns", None))
+    return path.name if path is not None and path.suffix == ".ipynb" else None
 
 
 @magics_class
@@ -260,7 +268,8 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         if problem is not None and result.status == "error":
             view.close()  # the turn itself was refused: the error below says it all
             raise record.ReplayMismatch(problem)
-        view.finish(bundle_on_page(turn_bundle(result.record)), expect_notice=_background_running(session))
+        view.finish(bundle_on_page(turn_bundle(result.record, _notebook_name(self.shell))),
+                    expect_notice=_background_running(session))
         if result.failure is not None:
             # The record stays in the cell (resume reads it); the cell fails with the
             # error's one line, so Run All, nbclient and papermill stop here and say why.

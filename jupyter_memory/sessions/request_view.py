@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from jupyter_memory.agent.session import Session
 
 __all__ = ["CallView", "RequestViewError", "TurnCalls", "calls_json", "live_calls",
-           "notebook_calls", "render_calls", "select_calls"]
+           "notebook_calls", "render_body", "render_calls", "select_calls",
+           "shared_with"]
 
 KIND_NAMES = {
     "main": "main agent", "selector": "recall selector", "extraction": "extraction agent",
@@ -246,7 +247,7 @@ def _block_line(block: Mapping[str, Any]) -> str:
     return f"{kind}{mark}"
 
 
-def _render_body(body: Mapping[str, Any], *, since: Mapping[str, str] | None = None) -> list[str]:
+def render_body(body: Mapping[str, Any], *, since: Mapping[str, str] | None = None) -> list[str]:
     """The readable body; ``since`` names what is unchanged since an earlier call."""
     since = since or {}
     lines = []
@@ -286,7 +287,7 @@ def _render_body(body: Mapping[str, Any], *, since: Mapping[str, str] | None = N
     return lines
 
 
-def _since(call: CallView, earlier: Sequence[CallView]) -> dict[str, str]:
+def shared_with(call: CallView, earlier: Sequence[CallView]) -> dict[str, str]:
     """What ``call`` shares with the previous call of its kind, and since which turn."""
     same_kind = [c for c in earlier if c.kind == call.kind and c.agent == call.agent]
     if not same_kind:
@@ -338,7 +339,7 @@ def render_calls(found: TurnCalls, turn: int, calls: Sequence[CallView], *,
         digest = f"{call.digest[:19]}…" if call.digest else "no digest recorded"
         lines.append(f"# call {call.index} of {total}: {call.label} ({digest})")
         earlier = found.calls[:found.calls.index(call)]
-        lines += _render_body(call.body, since=_since(call, earlier) if diff else None)
+        lines += render_body(call.body, since=shared_with(call, earlier) if diff else None)
     if turn == found.turns and found.source != "this kernel's session":
         lines += ["", AFTER_LAST_TURN]
     return "\n".join(lines)

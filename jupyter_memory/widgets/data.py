@@ -6,10 +6,10 @@ inspects here is exactly what a person sees. Nothing in this module imports ipyw
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from jupyter_memory.context.assemble import META_KEY, AssembledRequest, ContextReport, Part
 from jupyter_memory.context.tokens import block_text
@@ -28,6 +28,7 @@ __all__ = [
     "Marker",
     "Segment",
     "TurnMemories",
+    "bar_order",
     "budget_gauges",
     "context_state",
     "recall_bytes",
@@ -42,6 +43,7 @@ PREFETCH_SESSION_BYTES = SESSION_BUDGET_BYTES
 PREVIEW_CHARS = 2_000
 
 _LEVELS = ("warning", "autocompact", "blocking")
+_T = TypeVar("_T")
 
 
 # --------------------------------------------------------------------------- context
@@ -269,11 +271,7 @@ def context_state(
         cats.append(CategoryView(cat_json["name"], cat_json["tokens"],
                                  _percent(cat_json["tokens"], report.window), items))
     scale = max(report.window, sum(c.tokens for c in cats)) or 1
-    # Used, then free, then the autocompact buffer: the buffer is the window's end, from the
-    # autocompact level on, so free space never runs past the autocompact line.
-    tail = ("free", "autocompact buffer")
-    order = [c for c in cats if c.name not in tail] + [
-        c for name in tail for c in cats if c.name == name]
+    order = bar_order(cats, lambda c: c.name)
     segments = tuple(Segment(c.name, c.tokens, 100.0 * c.tokens / scale) for c in order)
     th = report.thresholds.to_json()
     markers = tuple(Marker(name, th[name], 100.0 * th[name] / scale) for name in _LEVELS)
@@ -294,6 +292,21 @@ def context_state(
         last_usage=data["last_usage"],
         decisions=decided,
     )
+
+
+_BAR_TAIL = ("free", "autocompact buffer")
+
+
+def bar_order(categories: Iterable[_T], name: Callable[[_T], str]) -> list[_T]:
+    """The context bar's order: the used categories, then free, then the autocompact buffer.
+
+    The buffer is the window's end, from the autocompact level on, so free space never runs
+    past the autocompact line. Every drawing of the bar (``%context``, the turn views and
+    their static copies) orders its segments here.
+    """
+    items = list(categories)
+    return [c for c in items if name(c) not in _BAR_TAIL] + [
+        c for tail in _BAR_TAIL for c in items if name(c) == tail]
 
 
 def _percent(tokens: int, window: int) -> float:

@@ -16,8 +16,10 @@ from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.context.request_parts import readable
 from jupyter_memory.widgets.compaction import compaction_html, compaction_text
 from jupyter_memory.widgets.safe import escape, markdown_html, md_code, md_text, safe_markdown
+from jupyter_memory.widgets.turn_static import turn_inputs_html, turn_requests_html
 
-_TOOL_RESULT_PREVIEW = 1_500
+#: Characters of a tool result kept in the static HTML; the rest is counted.
+_TOOL_RESULT_PREVIEW = 600
 
 
 def _short_input(data: Any, limit: int = 120) -> str:
@@ -126,7 +128,8 @@ def _calls_html(calls: list[dict[str, Any]]) -> list[str]:
     for c in calls:
         result = str(c.get("result", ""))
         if len(result) > _TOOL_RESULT_PREVIEW:
-            result = result[:_TOOL_RESULT_PREVIEW] + "\n…"
+            cut = len(result) - _TOOL_RESULT_PREVIEW
+            result = f"{result[:_TOOL_RESULT_PREVIEW]}\n… {cut:,} more characters not shown"
         flag = " (error)" if c.get("is_error") else ""
         rows.append(
             "<details><summary><code>{}</code>{} {}</summary>"
@@ -152,7 +155,9 @@ def delegation_html(run: dict[str, Any]) -> str:
             + where + "</details>")
 
 
-def turn_html(record: dict[str, Any]) -> str:
+def turn_html(record: dict[str, Any], notebook: str | None = None) -> str:
+    """The static turn: what the model saw (prompt, recall, context bar), the tool calls,
+    the answer, the requests and the footer; ``record`` is readable."""
     rows = _calls_html(record.get("tool_calls") or [])
     rows += [delegation_html(run) for run in _delegations(record)]
     events = "".join(
@@ -162,8 +167,9 @@ def turn_html(record: dict[str, Any]) -> str:
     answer = markdown_html(record.get("answer") or "_(no answer)_")
     footer = f"<sub>{escape(_footer(record))}</sub>"
     return (
-        "<div class='jupyter-memory-turn'>"
-        + _compactions_html(record) + "".join(rows) + answer + events + footer + "</div>"
+        "<div class='jupyter-memory-turn'>" + turn_inputs_html(record)
+        + _compactions_html(record) + "".join(rows) + answer + events
+        + turn_requests_html(record, notebook) + footer + "</div>"
     )
 
 
@@ -175,16 +181,17 @@ def _compactions_html(record: dict[str, Any]) -> str:
     return "".join(compaction_html(item) for item in items)
 
 
-def turn_bundle(record: dict[str, Any]) -> dict[str, Any]:
+def turn_bundle(record: dict[str, Any], notebook: str | None = None) -> dict[str, Any]:
     """The output bundle of an agent cell: the record and its fallbacks.
 
     The record keeps each long text once, as a part (request_parts.py); the fallbacks show
     the texts themselves, found in the record or in the live session that made it.
+    ``notebook`` names the notebook in the request command the HTML gives, when known.
     """
     shown = readable(record, sections=("tool_calls",))
     return {
         TURN_MIME: record,
         "text/markdown": turn_markdown(shown),
-        "text/html": turn_html(shown),
+        "text/html": turn_html(shown, notebook),
         "text/plain": record.get("answer") or "(no answer)",
     }

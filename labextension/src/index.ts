@@ -15,6 +15,8 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { KernelPathSync } from './kernelpath';
 import { MemoryPanel } from './panel';
+import { TURN_MIME } from './turn';
+import { INotebookTurns, sameTurn, setTurnSource } from './turnsource';
 import { viewPlugin } from './widgetview';
 
 const OPEN_PANEL = 'jupyter-memory:open-panel';
@@ -84,4 +86,57 @@ const kernelPathPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [panelPlugin, kernelPathPlugin, viewPlugin];
+/** The outputs a cell model holds, as far as the turn source reads them. */
+interface IOutputs {
+  length: number;
+  get(index: number): { data: Record<string, unknown> };
+}
+
+/** Every turn record in `panel`'s notebook, in cell order. */
+function turnRecords(panel: NotebookPanel): Record<string, unknown>[] {
+  const records: Record<string, unknown>[] = [];
+  const cells = panel.content.model?.cells;
+  if (!cells) {
+    return records;
+  }
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells.get(i);
+    const outputs = (cell as unknown as { outputs?: IOutputs }).outputs;
+    if (cell.type !== 'code' || !outputs) {
+      continue;
+    }
+    for (let j = 0; j < outputs.length; j++) {
+      const data = outputs.get(j).data[TURN_MIME];
+      if (data && typeof data === 'object' && !Array.isArray(data)) {
+        records.push(data as Record<string, unknown>);
+      }
+    }
+  }
+  return records;
+}
+
+const turnSourcePlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-memory:turn-source',
+  description:
+    'Lets the turn renderer read the other turn outputs of its notebook ' +
+    '(the parts a later turn refers to) and name the notebook in commands.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    setTurnSource(record => {
+      let found: INotebookTurns | null = null;
+      tracker.forEach(panel => {
+        if (found) {
+          return;
+        }
+        const records = turnRecords(panel);
+        if (records.some(other => sameTurn(other, record))) {
+          found = { path: panel.context.path, records };
+        }
+      });
+      return found;
+    });
+  }
+};
+
+export default [panelPlugin, kernelPathPlugin, turnSourcePlugin, viewPlugin];

@@ -17,7 +17,14 @@ import { Widget } from '@lumino/widgets';
 import { ageText, el, formatTokens, prettyValue } from './format';
 import { classToken, cleanHtml } from './safe';
 import type { TurnRecord } from './turnrecord';
-import { readableRecord, requestViews } from './turnrequests';
+import {
+  callNumbers,
+  readableRecord,
+  rememberParts,
+  requestText,
+  requestViews
+} from './turnrequests';
+import { notebookTurns, requestCommand, sameTurn } from './turnsource';
 
 export const TURN_MIME = 'application/vnd.jupyter-memory.turn+json';
 
@@ -70,6 +77,15 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const saved: SavedRecord = asObject(model.data[TURN_MIME]);
+    // A part is kept once per session, in the first output that needed it: read
+    // this notebook's earlier outputs for them, whatever this page has rendered.
+    const notebook = notebookTurns(saved);
+    let position: number | null = null;
+    if (notebook) {
+      notebook.records.forEach(other => rememberParts(other));
+      const index = notebook.records.findIndex(other => sameTurn(other, saved));
+      position = index >= 0 ? index + 1 : null;
+    }
     // Long texts are parts kept once per notebook (record version 3).
     const record: SavedRecord = readableRecord(saved);
     this.node.textContent = '';
@@ -84,7 +100,11 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
       this._context(asObject(record.context)),
       this._written(asArray(record.memories_written)),
       this._events(asArray(record.events)),
-      this._requests(saved)
+      this._requests(
+        saved,
+        position ?? asNumber(saved.turn) ?? '?',
+        notebook?.path ?? null
+      )
     ];
     for (const section of sections) {
       if (section) {
@@ -440,20 +460,32 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     return section;
   }
 
-  private _requests(record: SavedRecord): HTMLElement | null {
+  /** The turn's requests, each as readable text, and the command that prints
+   * it whole: `turn` counts the notebook's agent turns from 1, calls count the
+   * turn's model calls from 1 (as `jupyter-memory request` does). */
+  private _requests(
+    record: SavedRecord,
+    turn: number | string,
+    path: string | null
+  ): HTMLElement | null {
     const views = requestViews(record);
     if (views.length === 0) {
       return null;
     }
+    const numbers = callNumbers(record);
     const [details, body] = this._details(
       `Model requests (${views.length})`,
       'jp-MemoryTurn-requests'
     );
-    for (const view of views) {
-      const title = `Call ${view.round ?? '?'} · ${view.digest.slice(0, 19)}…`;
-      const [one, inner] = this._details(title, 'jp-MemoryTurn-request');
+    views.forEach((view, i) => {
+      const call = numbers[i] || i + 1;
+      const round = view.round === null ? '' : ` · round ${view.round + 1}`;
+      const [one, inner] = this._details(
+        `Call ${call}${round} · ${view.digest.slice(0, 19)}…`,
+        'jp-MemoryTurn-request'
+      );
       if (view.body) {
-        inner.append(el('pre', 'jp-MemoryTurn-pre', prettyValue(view.body)));
+        inner.append(el('pre', 'jp-MemoryTurn-pre', requestText(view.body)));
       } else {
         const parts = view.missing.join(', ');
         const verb = view.missing.length > 1 ? 'parts live' : 'part lives';
@@ -461,15 +493,19 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
           el(
             'p',
             'jp-MemoryTurn-empty',
-            `Its ${parts} ${verb} in an earlier output of this notebook (a ` +
-              'session stores each part once). Rebuild the request with ' +
-              '`jupyter-memory transcript request NOTEBOOK --turn N`, N being ' +
-              "this turn's position among the notebook's agent turns."
+            `Its ${parts} ${verb} in an earlier output of this notebook that ` +
+              'is not open here (a session stores each part once).'
           )
         );
       }
+      const command = el('div', 'jp-MemoryTurn-command');
+      command.append(
+        el('span', '', 'The whole request: '),
+        el('code', '', requestCommand(path, turn, call))
+      );
+      inner.append(command);
       body.append(one);
-    }
+    });
     return details;
   }
 

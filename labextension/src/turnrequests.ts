@@ -232,3 +232,111 @@ export function requestViews(
   const version = typeof record.version === 'number' ? record.version : 1;
   return requests.map(entry => requestView(entry, parts, version));
 }
+
+/**
+ * Each main request's number among the turn's calls, as `jupyter-memory
+ * request` counts them: every call made during the turn (the record's `calls`
+ * made during it, its `requests`), in the order sent, from 1.
+ */
+export function callNumbers(
+  record: Partial<TurnRecord> | Record<string, unknown>
+): number[] {
+  const requests = Array.isArray(record.requests) ? record.requests : [];
+  const calls = Array.isArray(record.calls) ? record.calls : [];
+  const sent = (e: unknown): string =>
+    isObject(e) && typeof e.sent === 'string' ? e.sent : '';
+  const order: Array<[string, number, number]> = [
+    ...requests.map((e, i): [string, number, number] => [sent(e), 0, i]),
+    ...calls
+      .filter(
+        e => isObject(e) && e.during_turn === true && e.turn === record.turn
+      )
+      .map((e): [string, number, number] => [sent(e), 1, -1])
+  ];
+  order.sort((a, b) =>
+    a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1] || a[2] - b[2]
+  );
+  const numbers = requests.map(() => 0);
+  order.forEach(([, kind, i], n) => {
+    if (kind === 0) {
+      numbers[i] = n + 1;
+    }
+  });
+  return numbers;
+}
+
+function indent(text: string, prefix: string): string {
+  return text
+    .split('\n')
+    .map(line => (line ? prefix + line : prefix.trimEnd()))
+    .join('\n');
+}
+
+function blocksOf(content: unknown): Record<string, unknown>[] {
+  if (typeof content === 'string') {
+    return [{ type: 'text', text: content }];
+  }
+  return Array.isArray(content) ? content.filter(isObject) : [];
+}
+
+function blockText(block: Record<string, unknown>): string {
+  const mark = 'cache_control' in block ? ' [cache mark]' : '';
+  if (block.type === 'text') {
+    return `text${mark}:\n${indent(String(block.text ?? ''), '      ')}`;
+  }
+  if (block.type === 'tool_use') {
+    return `tool_use ${String(block.name)} ${JSON.stringify(block.input ?? {})}${mark}`;
+  }
+  if (block.type === 'tool_result') {
+    const texts = blocksOf(block.content)
+      .filter(b => b.type === 'text')
+      .map(b => String(b.text ?? ''));
+    const body = texts.length
+      ? texts.join('\n')
+      : JSON.stringify(block.content ?? '');
+    const error = block.is_error ? ' (error)' : '';
+    return `tool_result${error}${mark}:\n${indent(body, '      ')}`;
+  }
+  return `${String(block.type)}${mark}`;
+}
+
+/**
+ * A request body as readable text, as `jupyter-memory request` prints it: the
+ * parameters, the system prompt as its text, the tools by name, then each
+ * message and its blocks.
+ */
+export function requestText(body: Record<string, unknown>): string {
+  const lines: string[] = [];
+  const params = Object.entries(body).filter(
+    ([key]) => !['system', 'tools', 'messages'].includes(key)
+  );
+  lines.push(params.map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', '));
+  if (body.system !== undefined) {
+    const blocks = blocksOf(body.system);
+    lines.push(
+      `system (${blocks.length} block${blocks.length === 1 ? '' : 's'}):`,
+      indent(
+        blocks
+          .filter(b => b.type === 'text')
+          .map(b => String(b.text ?? ''))
+          .join('\n'),
+        '  '
+      )
+    );
+  }
+  if (Array.isArray(body.tools)) {
+    const names = body.tools.filter(isObject).map(t => String(t.name));
+    lines.push(`tools (${names.length}): ${names.join(', ')}`);
+  }
+  const messages = Array.isArray(body.messages)
+    ? body.messages.filter(isObject)
+    : [];
+  lines.push(`messages (${messages.length}):`);
+  messages.forEach((message, i) => {
+    lines.push(`  [${i + 1}] ${String(message.role)}:`);
+    for (const block of blocksOf(message.content)) {
+      lines.push(`    ${blockText(block)}`);
+    }
+  });
+  return lines.join('\n');
+}

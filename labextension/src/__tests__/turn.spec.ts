@@ -35,6 +35,7 @@ jest.mock('@jupyterlab/rendermime', () => {
 });
 
 import { TURN_MIME, TurnRenderer } from '../turn';
+import { setTurnSource } from '../turnsource';
 import { PAYLOADS, problems } from './pagechecks';
 
 const markdownParser = {
@@ -213,5 +214,139 @@ describe('TurnRenderer', () => {
     );
     expect(cells[0][3]).toBe('today');
     expect(cells[1][3]).toBe('12 days ago');
+  });
+});
+
+/** Two turns of one session, as a version-2 notebook keeps them: the second
+ * refers to the system prompt, the tools and the first messages that only the
+ * first output holds. Digests are this file's own, so no other test's parts
+ * are remembered for them. */
+function twoTurns(): Record<string, any>[] {
+  const system = [
+    { type: 'text', text: 'You are a data assistant.\nAnswer briefly.' }
+  ];
+  const first = {
+    version: 2,
+    session_id: 's-two',
+    turn: 1,
+    started: '2026-12-01T10:00:00Z',
+    prompt: 'hi',
+    parts: {
+      sha256_two_s: system,
+      sha256_two_t: [{ name: 'Read', input_schema: { type: 'object' } }],
+      sha256_two_m1: { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+      sha256_two_c1: { prefix: null, messages: ['sha256_two_m1'] }
+    },
+    requests: [
+      {
+        round: 0,
+        digest: 'sha256:one',
+        params: { model: 'm', max_tokens: 10 },
+        system: 'sha256_two_s',
+        tools: 'sha256_two_t',
+        conversation: 'sha256_two_c1',
+        cache_marks: [],
+        sent: '2026-12-01T10:00:01Z'
+      }
+    ]
+  };
+  const second = {
+    version: 2,
+    session_id: 's-two',
+    turn: 2,
+    started: '2026-12-01T10:01:00Z',
+    prompt: 'and now?',
+    parts: {
+      sha256_two_m2: {
+        role: 'assistant',
+        content: [{ type: 'text', text: 'hello' }]
+      },
+      sha256_two_m3: {
+        role: 'user',
+        content: [{ type: 'text', text: 'and now?' }]
+      },
+      sha256_two_c2: {
+        prefix: 'sha256_two_c1',
+        messages: ['sha256_two_m2', 'sha256_two_m3']
+      }
+    },
+    calls: [
+      {
+        kind: 'selector',
+        turn: 2,
+        during_turn: true,
+        sent: '2026-12-01T10:01:00.500Z'
+      }
+    ],
+    requests: [
+      {
+        round: 0,
+        digest: 'sha256:two',
+        params: { model: 'm', max_tokens: 10 },
+        system: 'sha256_two_s',
+        tools: 'sha256_two_t',
+        conversation: 'sha256_two_c2',
+        cache_marks: [],
+        sent: '2026-12-01T10:01:01Z'
+      }
+    ]
+  };
+  return [first, second];
+}
+
+describe('TurnRenderer requests', () => {
+  afterEach(() => setTurnSource(null));
+
+  it("rebuilds a later turn's request from the notebook's earlier outputs", async () => {
+    const records = twoTurns();
+    setTurnSource(record =>
+      records.some(r => r.turn === record.turn)
+        ? { path: 'work/two turns.ipynb', records }
+        : null
+    );
+    const renderer = await render(records[1]);
+    const request = renderer.node.querySelector('.jp-MemoryTurn-request')!;
+    // The selector's call came first: the main request is call 2 of turn 2.
+    expect(request.querySelector('summary')!.textContent).toMatch(
+      /^Call 2 · round 1 · sha256:two/
+    );
+    const text = request.querySelector('pre')!.textContent!;
+    // The system prompt as text, its lines kept, not one JSON string.
+    expect(text).toContain(
+      'system (1 block):\n  You are a data assistant.\n  Answer briefly.'
+    );
+    expect(text).not.toContain('\\n');
+    expect(text).toContain('tools (1): Read');
+    expect(text).toContain('messages (3):');
+    expect(text).toContain('[3] user:\n    text:\n      and now?');
+    expect(request.querySelector('code')!.textContent).toBe(
+      "jupyter-memory request 'work/two turns.ipynb' --turn 2 --call 2"
+    );
+    expect(renderer.node.textContent).not.toContain('`');
+  });
+
+  it('counts turns by their place in the notebook, from 1', async () => {
+    const records = twoTurns();
+    const renderer = await (async () => {
+      setTurnSource(() => ({ path: 'a.ipynb', records: [records[1]] }));
+      return render(records[1]);
+    })();
+    // The first turn's output was cleared: this is the notebook's turn 1.
+    expect(renderer.node.querySelector('code')!.textContent).toBe(
+      'jupyter-memory request a.ipynb --turn 1 --call 2'
+    );
+  });
+
+  it('names the missing parts and the command when no notebook is known', async () => {
+    const [, second] = twoTurns();
+    second.requests[0].system = 'sha256_two_elsewhere';
+    const renderer = await render(second);
+    const request = renderer.node.querySelector('.jp-MemoryTurn-request')!;
+    expect(request.textContent).toContain(
+      'Its system part lives in an earlier output of this notebook'
+    );
+    expect(request.querySelector('code')!.textContent).toBe(
+      'jupyter-memory request NOTEBOOK --turn 2 --call 2'
+    );
   });
 });
