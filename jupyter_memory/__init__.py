@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     )
     from jupyter_memory.memdir.freshness import age_text, staleness_reminder
     from jupyter_memory.memdir.guard import find_secrets
+    from jupyter_memory.recall.grade import grade_recall
     from jupyter_memory.recall.offline import semantic_status
 
 #: The public names for notebook cells, and the module each is imported from on first use.
@@ -34,6 +35,7 @@ PUBLIC = {
     "staleness_reminder": "jupyter_memory.memdir.freshness",
     "find_secrets": "jupyter_memory.memdir.guard",
     "semantic_status": "jupyter_memory.recall.offline",
+    "grade_recall": "jupyter_memory.recall.grade",
 }
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "cost_report",
     "explain_recall",
     "find_secrets",
+    "grade_recall",
     "kernel_session",
     "load_ipython_extension",
     "model_calls",
