@@ -14,6 +14,8 @@ from jupyter_memory._version import __version__
 from jupyter_memory.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from jupyter_memory.context.pricing import price_for
+    from jupyter_memory.context.tokens import estimate_tokens
     from jupyter_memory.magics.public import (
         cost_report,
         explain_recall,
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     )
     from jupyter_memory.memdir.freshness import age_text, staleness_reminder
     from jupyter_memory.memdir.guard import find_secrets
+    from jupyter_memory.recall.grade import grade_recall
     from jupyter_memory.recall.offline import semantic_status
 
 #: The public names for notebook cells, and the module each is imported from on first use.
@@ -34,17 +37,23 @@ PUBLIC = {
     "staleness_reminder": "jupyter_memory.memdir.freshness",
     "find_secrets": "jupyter_memory.memdir.guard",
     "semantic_status": "jupyter_memory.recall.offline",
+    "grade_recall": "jupyter_memory.recall.grade",
+    "estimate_tokens": "jupyter_memory.context.tokens",
+    "price_for": "jupyter_memory.context.pricing",
 }
 
 __all__ = [
     "__version__",
     "age_text",
     "cost_report",
+    "estimate_tokens",
     "explain_recall",
     "find_secrets",
+    "grade_recall",
     "kernel_session",
     "load_ipython_extension",
     "model_calls",
+    "price_for",
     "semantic_status",
     "staleness_reminder",
     "unload_ipython_extension",

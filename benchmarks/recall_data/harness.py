@@ -40,6 +40,7 @@ from typing import Any
 from jupyter_memory.memdir.scan import scan
 from jupyter_memory.recall import offline as selector
 from jupyter_memory.recall import semantic
+from jupyter_memory.recall.grade import score_choice
 
 from . import locomo
 
@@ -57,10 +58,8 @@ class Scores:
 
     def add(self, category: str, chosen: Sequence[str], expected: Sequence[str],
             seconds: float | None = None) -> None:
-        hits = len(set(chosen) & set(expected))
         self.rows.setdefault(category, []).append(
-            (hits / len(expected) if expected else None, hits > 0 if expected else None,
-             hits / len(chosen) if chosen else None, len(chosen)))
+            (*score_choice(chosen, expected), len(chosen)))
         if seconds is not None:
             self.times.setdefault(category, []).append(seconds)
 

@@ -67,6 +67,14 @@ _PREFETCH_RACE = ("selected and ready, but not attached",
                   "the selector had not answered yet when this was recorded")
 
 
+def _stored(record: dict[str, Any], value: Any) -> Any:
+    """``value``, or the text it refers to when a record of version 3 keeps it once in the
+    record's ``parts`` and refers to it as ``{"$part": digest}``."""
+    if isinstance(value, dict) and set(value) == {"$part"}:
+        return (record.get("parts") or {}).get(value["$part"])
+    return value
+
+
 def _settle_prefetch_race(record: dict[str, Any]) -> dict[str, Any]:
     """``record`` with the racy part of a missed prefetch made the same in both outcomes.
 
@@ -75,11 +83,12 @@ def _settle_prefetch_race(record: dict[str, Any]) -> dict[str, Any]:
     the others "not selected". Both become one placeholder.
     """
     recall = record.get("recall") or {}
-    decisions = recall.get("decisions") or []
+    decisions = _stored(record, recall.get("decisions")) or []
     if not any(str(d.get("reason", "")).startswith(_PREFETCH_RACE) for d in decisions):
         return record
     record = json.loads(json.dumps(record))
     recall = record["recall"]
+    recall["decisions"] = json.loads(json.dumps(decisions))  # settled in place, not by digest
     for d in recall["decisions"]:
         if d.get("path") == "B" and d.get("decision") in ("skipped", "not_selected"):
             d["decision"] = "{{PREFETCH RACE}}"
