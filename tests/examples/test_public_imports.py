@@ -15,10 +15,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _code(source: str) -> str:
-    """A cell's Python: magic and shell lines become blank lines (a ``%%`` cell has none)."""
+    """A cell's Python: a magic or shell line becomes ``pass`` at its indentation (IPython
+    runs an indented magic inside a block too); a ``%%`` cell has no Python."""
     if source.lstrip().startswith("%%"):
         return ""
-    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+    return "\n".join(line[:len(line) - len(line.lstrip())] + "pass"
+                     if line.lstrip().startswith(("%", "!")) else line
                      for line in source.split("\n"))
 
 
