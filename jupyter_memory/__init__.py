@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         model_calls,
     )
     from jupyter_memory.memdir.freshness import age_text, staleness_reminder
-    from jupyter_memory.memdir.guard import find_secrets
+    from jupyter_memory.memdir.guard import find_secrets, redact
     from jupyter_memory.recall.offline import semantic_status
 
 #: The public names for notebook cells, and the module each is imported from on first use.
@@ -33,6 +33,7 @@ PUBLIC = {
     "age_text": "jupyter_memory.memdir.freshness",
     "staleness_reminder": "jupyter_memory.memdir.freshness",
     "find_secrets": "jupyter_memory.memdir.guard",
+    "redact": "jupyter_memory.memdir.guard",
     "semantic_status": "jupyter_memory.recall.offline",
 }
 
@@ -45,6 +46,7 @@ __all__ = [
     "kernel_session",
     "load_ipython_extension",
     "model_calls",
+    "redact",
     "semantic_status",
     "staleness_reminder",
     "unload_ipython_extension",

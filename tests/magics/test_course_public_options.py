@@ -75,3 +75,14 @@ def test_extraction_wait_returns_once_the_run_has_finished(ip, memdir, fake_api,
 def test_the_new_options_are_in_the_help(ip, line):
     text = run(ip, line).stdout
     assert ("--manifest" in text) if "list" in line else ("wait" in text)
+
+
+def test_redact_is_public_and_hides_every_copy() -> None:
+    from jupyter_memory import find_secrets, redact
+
+    key = "sk-ant-api03-FAKE-test-key-q7W2e9R4x8Lm3"
+    text = f"ANTHROPIC_API_KEY={key} failed: 401 ({key})"
+    assert len(find_secrets(text)) == 2
+    assert redact(text) == ("ANTHROPIC_API_KEY=[REDACTED Anthropic API key] failed: 401 "
+                            "([REDACTED Anthropic API key])")
+    assert redact("nothing secret here") == "nothing secret here"
