@@ -86,3 +86,29 @@ def test_redact_is_public_and_hides_every_copy() -> None:
     assert redact(text) == ("ANTHROPIC_API_KEY=[REDACTED Anthropic API key] failed: 401 "
                             "([REDACTED Anthropic API key])")
     assert redact("nothing secret here") == "nothing secret here"
+
+
+def test_cost_report_prices_kept_sessions_together(make_ip, project, memdir, fake_api) -> None:
+    from jupyter_memory import cost_report, kernel_session
+    from jupyter_memory.errors import ConfigError
+
+    ip = make_ip(project, memdir=memdir,
+                 config=("Agent.extraction = False", "Agent.session_memory = False"))
+    fake_api.script([Turn(text="One."), Turn(text="Two."), Turn(text="Three.")])
+    run(ip, "%agent first question")
+    first = kernel_session()
+    run(ip, "%agent new")
+    run(ip, "%agent second question")
+    run(ip, "%agent third question")
+    second = kernel_session()
+    assert second is not first
+    assert cost_report().total.calls == 2
+    both = cost_report(sessions=[first, second])
+    assert [row.kind for row in both.rows] == ["main"] and both.total.calls == 3
+    alone = cost_report(sessions=[first])
+    assert alone.total.calls == 1
+    assert both.total.dollars == pytest.approx(alone.total.dollars + cost_report().total.dollars)
+    with pytest.raises(ConfigError, match="got no session"):
+        cost_report(sessions=[])
+    with pytest.raises(ConfigError, match="not both"):
+        cost_report("saved.ipynb", sessions=[first])
