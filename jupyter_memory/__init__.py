@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         model_calls,
     )
     from jupyter_memory.memdir.freshness import age_text, staleness_reminder
-    from jupyter_memory.memdir.guard import find_secrets
+    from jupyter_memory.memdir.guard import find_secrets, redact
     from jupyter_memory.recall.grade import grade_recall
     from jupyter_memory.recall.offline import semantic_status
 
@@ -36,6 +36,7 @@ PUBLIC = {
     "age_text": "jupyter_memory.memdir.freshness",
     "staleness_reminder": "jupyter_memory.memdir.freshness",
     "find_secrets": "jupyter_memory.memdir.guard",
+    "redact": "jupyter_memory.memdir.guard",
     "semantic_status": "jupyter_memory.recall.offline",
     "grade_recall": "jupyter_memory.recall.grade",
     "estimate_tokens": "jupyter_memory.context.tokens",
@@ -54,6 +55,7 @@ __all__ = [
     "load_ipython_extension",
     "model_calls",
     "price_for",
+    "redact",
     "semantic_status",
     "staleness_reminder",
     "unload_ipython_extension",

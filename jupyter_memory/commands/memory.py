@@ -34,7 +34,7 @@ from jupyter_memory.commands.base import (
     arg,
     command,
 )
-from jupyter_memory.errors import MemoryDisabled, MemoryNotFound
+from jupyter_memory.errors import JupyterMemoryError, MemoryDisabled, MemoryNotFound
 from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.freshness import age_text
 from jupyter_memory.memdir.index import load_for_model, parse_index
@@ -92,6 +92,10 @@ def _path(ctx: CommandContext[ScopedArgs]) -> int:
 class ListArgs(ScopedArgs):
     type: str | None = arg("--type", choices=MEMORY_TYPES, help="only memories of this type")
     limit: int | None = arg("--limit", type=int, metavar="N", help="show at most N memories")
+    manifest: bool = arg("--manifest", action="store_true",
+                         help="one line per memory, as the recall selector and the "
+                              "extraction agent are shown them: type, file, time, "
+                              "description")
     mode: str | None = arg("--mode", choices=("index", "prefetch"),
                            help="judge whether each memory is loaded in this recall mode "
                                 "(default: the session's in a notebook, index on the "
@@ -113,7 +117,12 @@ def _list(ctx: CommandContext[ListArgs]) -> int:
         memories = [m for m in memories if m.type == ctx.args.type]
     if ctx.args.limit is not None:
         memories = memories[: ctx.args.limit]
-    ctx.show([m.to_json() for m in memories], memory_table(memories, ctx))
+    if ctx.args.manifest:
+        from jupyter_memory.memdir.scan import manifest
+
+        ctx.emit([m.to_json() for m in memories], manifest(memories))
+    else:
+        ctx.show([m.to_json() for m in memories], memory_table(memories, ctx))
     return EXIT_OK
 
 
@@ -604,24 +613,29 @@ def _undo(ctx: CommandContext[UndoArgs]) -> int:
     return EXIT_OK
 
 
+EXTRACTION_WAIT_SECONDS = 120
+"""How long ``extraction wait`` waits for a run (a scripted run takes well under a second)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExtractionArgs(CommonArgs):
     action: str = arg(nargs="?", default="status",
-                      choices=("status", "on", "off", "every", "approval", "reset"),
-                      help="what to do (default: show the state, counters and recent runs)")
+                      choices=("status", "wait", "on", "off", "every", "approval", "reset"),
+                      help="what to do (default: show the state, counters and recent runs; "
+                           "wait: the same once the run under way has finished)")
     value: str | None = arg(nargs="?", help="every: N, a whole number ≥ 1; approval: on or off")
 
 
 @command(
     "extraction",
     "Show or change the background extraction agent: on, off, every N, approval on|off, "
-    "reset.",
+    "reset; wait: until the run under way has finished.",
     ExtractionArgs,
     fronts=(MAGIC,),
 )
 def _extraction(ctx: CommandContext[ExtractionArgs]) -> int:
     action, value = ctx.args.action, ctx.args.value
-    if action in ("status", "on", "off", "reset") and value is not None:
+    if action in ("status", "wait", "on", "off", "reset") and value is not None:
         raise CommandUsageError(f"`extraction {action}` takes no value.")
     if action == "on":
         hook = _hook(ctx)
@@ -657,6 +671,10 @@ def _extraction(ctx: CommandContext[ExtractionArgs]) -> int:
         ctx.emit({"broken": False},
                  "Extraction failure count reset; the circuit breaker is closed.")
     else:
+        if action == "wait" and not hook.wait(EXTRACTION_WAIT_SECONDS):
+            raise JupyterMemoryError(
+                f"The extraction run still runs after {EXTRACTION_WAIT_SECONDS} s: run "
+                f"{ctx.cmd('extraction wait')} again, or {ctx.cmd('extraction off')}.")
         status = hook.status()
         ctx.emit(status, extraction_status(status, ctx))
     return EXIT_OK

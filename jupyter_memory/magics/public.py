@@ -7,6 +7,7 @@ sees what the magics see without reaching into the package's modules.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,14 +53,31 @@ def model_calls(notebook: str | Path | None = None) -> TurnCalls:
     return live_calls(kernel_session())
 
 
-def cost_report(notebook: str | Path | None = None) -> CostReport:
+def cost_report(notebook: str | Path | None = None, *,
+                sessions: Iterable[Session] | None = None) -> CostReport:
     """What this kernel's model calls cost so far, by kind of call (``%context --cost``), or
-    a saved notebook's (``jupyter-memory cost``).
+    a saved notebook's (``jupyter-memory cost``), or the ``sessions`` given together: earlier
+    sessions of this kernel, each kept from ``kernel_session()`` before ``%agent new``.
 
     >>> print(cost_report().render_text())
+    >>> first = kernel_session()                 # ... %agent new ...
+    >>> cost_report(sessions=[first, kernel_session()]).total.dollars
     """
-    from jupyter_memory.context.pricing import notebook_ledger, report
+    from jupyter_memory.context.pricing import CostLedger, notebook_ledger, report
 
+    if sessions is not None:
+        if notebook is not None:
+            raise ConfigError("cost_report() prices a saved notebook or sessions, not both: "
+                              "give one of them.")
+        chosen = list(sessions)
+        if not chosen:
+            raise ConfigError("cost_report(sessions=...) got no session: pass the sessions "
+                              "you kept with kernel_session(), or call cost_report() for "
+                              "this kernel's current one.")
+        total = CostLedger()
+        for session in chosen:
+            total.merge(session.cost_ledger)
+        return report(total, f"{len(chosen)} session{'s' * (len(chosen) != 1)} of this kernel")
     if notebook is not None:
         path = Path(notebook).expanduser()
         ledger, note = notebook_ledger(path)
