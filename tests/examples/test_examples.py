@@ -152,6 +152,13 @@ def _normalise(text: str, folder: str | Path | None, pending: list[str]) -> str:
             text = text.replace(form, "{{WORK}}")
             # the same folder as a key of <config>/projects/ (session logs, notes)
             text = text.replace(re.sub(r"[^A-Za-z0-9]", "-", form), "{{WORK KEY}}")
+        # The scratch folder around it, also as the page names it (Agent.display_roots:
+        # <tmp>/jupyter-memory-XXXXXXXX, HTML-escaped in text/html, "_" escaped in
+        # markdown), and where a long path was cut before its end.
+        scratch = Path(folder).parent.name
+        for form in (f"<tmp>/{scratch}", f"&lt;tmp&gt;/{scratch}", f"<tmp>/{scratch}".replace(
+                "_", "\\_"), f"&lt;tmp&gt;/{scratch}".replace("_", "\\_")):
+            text = text.replace(form, "{{SCRATCH}}")
     text = _DATETIME.sub("{{DATETIME}}", text)
     text = _MTIME_NS.sub(r"\1{{NS}}", text)
     text = _REPLAY_LOG.sub("replay-{{TIME}}", text)

@@ -63,6 +63,9 @@ ALLOWED: dict[str, str] = {
                                           "JUPYTER_MEMORY_LOG_FILE from their environment)",
     "jupyter_memory.widgets.roots:DisplayRoots.of": "tempfile.gettempdir: the temp folder's "
                                                      "name, to show it as <tmp>; no file",
+    "jupyter_memory.sessions.recording.normalise:_path_forms": "tempfile.gettempdir: the "
+                                                                "temp folder's name, for "
+                                                                "its <tmp> form; no file",
     "jupyter_memory.localapi.cli:main": "the bottom layer imports nothing of the package; "
                                         "reads the script file the person names with --script",
     "jupyter_memory.commands.memory:_why": "shutil.get_terminal_size: the terminal's width, "

@@ -8,7 +8,9 @@ values (docs/sessions.md lists every placeholder).
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +35,7 @@ __all__ = [
 
 #: Path placeholders in order of preference when two of them have the same value.
 PATH_PLACEHOLDERS = ("{{LOG}}", "{{MEMDIR}}", "{{TRANSCRIPTS}}", "{{NOTEBOOK}}", "{{PROJECT}}",
-                     "{{CWD}}", "{{CONFIG}}", "{{HOME}}")
+                     "{{CWD}}", "{{CONFIG}}", "{{HOME}}", "{{KERNEL}}")
 TODAY = "{{TODAY}}"
 PLATFORM = "{{PLATFORM}}"
 PYTHON = "{{PYTHON}}"
@@ -57,7 +59,7 @@ class Normaliser:
 
     Paths (the session's JSONL log, the memdir, the transcripts folder, the notebook, the
     project root, the working folder, the config base, home; each also in its resolved
-    form) become ``{{LOG}}``, ``{{MEMDIR}}`` … ``{{HOME}}`` wherever they occur in a
+    form) become ``{{LOG}}``, ``{{MEMDIR}}`` … ``{{HOME}}`` (and ``{{KERNEL}}``, the kernel's folder) wherever they occur in a
     string, the longest first, and only where the path ends (``/tmp/p`` is not replaced
     inside ``/tmp/p2``). The date sentence of ``messages[0]`` becomes ``{{TODAY}}``, the
     platform and Python lines of the system prompt ``{{PLATFORM}}`` / ``{{PYTHON}}``. In
@@ -90,6 +92,9 @@ class Normaliser:
             ("{{CWD}}", session.cwd),
             ("{{CONFIG}}", config_base(env)),
             ("{{HOME}}", home_dir(env)),
+            # the kernel's own folder, when the session's project is elsewhere (a notebook
+            # that names its path, as 06a does): files it made beside the project
+            ("{{KERNEL}}", os.getcwd()),
         ]
         environment = session.environment()
         return cls.build(values, today=session.today(), platform=environment.platform,
@@ -186,6 +191,12 @@ def _path_forms(raw: str) -> list[str]:
         resolved = forms[0]
     if resolved not in forms:
         forms.append(resolved)
+    # As the page names it with Agent.display_roots (widgets/roots.py): a cell's output
+    # that the agent is sent may show "<tmp>/..." for a path in the temp folder.
+    tmp = tempfile.gettempdir().rstrip("/")
+    for form in list(forms):
+        if form.startswith(tmp + "/"):
+            forms.append("<tmp>" + form[len(tmp):])
     return forms
 
 
