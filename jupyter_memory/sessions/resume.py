@@ -340,24 +340,22 @@ class _Texts:
 
     def expand(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """``record`` with its texts put back (the others as they are)."""
-        try:
-            return expand_record(record, self.parts.get, sections=("messages",))
-        except MissingPart:
-            pass
         session_id = str(record.get("session_id") or "")
-        log, texts = self._log(session_id)
         used: set[str] = set()
 
         def lookup(digest: str) -> Any:
             found = self.parts.get(digest)
-            if found is None and digest in texts:
-                used.add(digest)
-                return texts[digest]
+            if found is None:  # kept in an output that is gone: the session's log may hold it
+                texts = self._log(session_id)[1]
+                if digest in texts:
+                    used.add(digest)
+                    return texts[digest]
             return found
 
         try:
             expanded = expand_record(record, lookup, sections=("messages",))
         except MissingPart as exc:
+            log = self._log(session_id)[0]
             where = (f"the session's log {log} does not hold it either" if log is not None else
                      f"the session's log ({session_id}.jsonl) is not under {projects_dir(self.env)}")
             raise ResumeError(
@@ -366,8 +364,10 @@ class _Texts:
                 "once, in an earlier output of the notebook that was cleared or deleted, and "
                 f"{where}. Restore that output, resume from a log (%agent resume PATH.jsonl), "
                 "or clear this turn's output too to leave the turn out.") from None
-        if log is not None and used:
-            self.from_logs[log] = self.from_logs.get(log, 0) + len(used)
+        if used:
+            log = self._log(session_id)[0]
+            if log is not None:
+                self.from_logs[log] = self.from_logs.get(log, 0) + len(used)
         return expanded
 
     def notes(self) -> list[str]:
@@ -489,14 +489,19 @@ def load_conversation(
                           "log (.jsonl).") from None
     except (OSError, PathRefused) as exc:
         raise ResumeError(f"Could not read {path}: {exc}") from None
-    if head == b"{":
-        try:
-            json.loads(person_root(path).text(path))
-            return conversation_from_notebook(path, before_source=before_source, roots=roots,
-                                              env=env)
-        except ValueError:
-            pass
+    if head == b"{" and _is_json(person_root(path).text(path, errors="replace")):
+        return conversation_from_notebook(path, before_source=before_source, roots=roots,
+                                          env=env)
     return conversation_from_log(path)
+
+
+def _is_json(text: str) -> bool:
+    """Whether ``text`` is one JSON document (a notebook), not JSON lines (a session log)."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def notebook_roots(path: Path, env: Mapping[str, str] | None = None) -> Roots:

@@ -9,6 +9,7 @@ last line, which the reader skips and the writer steps over. Subagents log to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -65,20 +66,17 @@ def _encode(entry: dict[str, Any]) -> bytes:
 def _scan_uuids(path: Path, root: Root, chunk: int = 4 * 1024 * 1024) -> set[str]:
     """Every ``uuid`` key in a log, found by pattern rather than by parsing each line."""
     found: set[str] = set()
-    try:
-        with root.reader(path) as handle:
-            rest = b""
-            while True:
-                block = handle.read(chunk)
-                if not block:
-                    break
-                data = rest + block
-                cut = data.rfind(b"\n") + 1
-                found.update(_uuid_keys(data, cut))
-                rest = data[cut:]
-            found.update(_uuid_keys(rest, len(rest)))
-    except FileNotFoundError:
-        pass
+    with contextlib.suppress(FileNotFoundError), root.reader(path) as handle:
+        rest = b""
+        while True:
+            block = handle.read(chunk)
+            if not block:
+                break
+            data = rest + block
+            cut = data.rfind(b"\n") + 1
+            found.update(_uuid_keys(data, cut))
+            rest = data[cut:]
+        found.update(_uuid_keys(rest, len(rest)))
     return found
 
 
