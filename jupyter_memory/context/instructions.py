@@ -30,6 +30,7 @@ from jupyter_memory.memdir.trust_table import LOCAL, PROJECT, USER
 __all__ = [
     "MAX_FILE_BYTES",
     "MAX_IMPORT_DEPTH",
+    "MAX_IMPORTS_PER_FILE",
     "SCOPES",
     "WARN_CHARS",
     "InstructionFile",
@@ -44,6 +45,10 @@ __all__ = [
 
 SCOPES = ("managed", "user", "project", "local", "rule")
 MAX_IMPORT_DEPTH = 4  # hops: the file itself is depth 0, its imports 1, ... up to 4
+MAX_IMPORTS_PER_FILE = 500
+"""Distinct ``@`` imports followed from one file; the rest are named in one note. A file
+with hundreds of thousands of imports of missing files otherwise costs a file-system look-up
+and a note each (a 5 MB file of them took half a minute to load)."""
 WARN_CHARS = 40_000  # combined size (UTF-16 code units, as the reference) that earns a warning
 MAX_FILE_BYTES = 5_000_000  # refuse absurd imports (a log file, a dump) rather than hang
 
@@ -438,7 +443,11 @@ class _Loader:
         # again adds at most an "already loaded" note: a file of one token repeated costs
         # a look-up per token, not a path resolution.
         followed: dict[str, tuple[Path, Path] | None] = {}
+        over: set[str] = set()  # distinct imports past MAX_IMPORTS_PER_FILE
         for token in find_imports(text):
+            if len(followed) >= MAX_IMPORTS_PER_FILE and token not in followed:
+                over.add(token)
+                continue
             if token in followed:
                 seen = followed[token]
                 if seen is not None and seen[1] in self.seen:
@@ -458,6 +467,10 @@ class _Loader:
             followed[token] = (target, key)
             out += self._load(target, scope, f"imported by {path}", path, depth + 1, (),
                               key=key)
+        if over:
+            self.notes.append(
+                f"{path}: {len(over):,} more @ imports not followed: a file may import at "
+                f"most {MAX_IMPORTS_PER_FILE:,} (split it, or import fewer files)")
         return out
 
     def _read(self, path: Path, importer: Path | None, root: Root) -> str | None:

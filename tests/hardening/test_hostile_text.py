@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from jupyter_memory.commands.transcript import question_text
 from jupyter_memory.context.instructions import (
+    MAX_IMPORTS_PER_FILE,
     InstructionFile,
     InstructionSet,
     compact_instructions,
@@ -333,3 +334,28 @@ def test_repeated_imports_leave_the_notes_in_order(tmp_path: Path) -> None:
         f"{root / 'CLAUDE.md'}: import of {root / 'gone.md'} skipped, not found",
         f"{root / 'CLAUDE.md'}: import of {root / 'a.md'} skipped, already loaded",
     ]
+
+
+def test_imports_past_the_per_file_cap_are_counted_in_one_note(tmp_path: Path) -> None:
+    """A file of hundreds of thousands of distinct missing imports once cost a look-up and
+    a note each; past MAX_IMPORTS_PER_FILE the rest are named by count."""
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    (project / "early.md").write_text("Early rule.\n", encoding="utf-8")
+    (project / "late.md").write_text("Late rule.\n", encoding="utf-8")
+    tokens = [f"@gone-{i}.md" for i in range(MAX_IMPORTS_PER_FILE + 100)]
+    tokens.insert(10, "@early.md")
+    tokens.insert(MAX_IMPORTS_PER_FILE + 50, "@late.md")
+    tokens.append("@early.md")  # already followed: past the cap it is still a repeat
+    (project / "CLAUDE.md").write_text(" ".join(tokens) + "\n", encoding="utf-8")
+    env = {"HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}
+
+    loaded = load_instructions(project, project_root=project, env=env)
+
+    root = project.resolve()
+    assert [f.path.name for f in loaded.files] == ["CLAUDE.md", "early.md"]
+    missing = [n for n in loaded.notes if n.endswith("skipped, not found")]
+    assert len(missing) == MAX_IMPORTS_PER_FILE - 1  # early.md took one of the places
+    assert loaded.notes[-1] == (
+        f"{root / 'CLAUDE.md'}: 102 more @ imports not followed: a file may import at most "
+        f"{MAX_IMPORTS_PER_FILE:,} (split it, or import fewer files)")
