@@ -103,6 +103,7 @@ _NEGATIONS = _words(
     "not no never nor none nobody nothing without avoid avoids don dont doesn doesnt "
     "didn didnt isn isnt aren arent wasn wasnt won wont shouldn shouldnt cannot cant instead"
 )
+_WORD_RE = re.compile(r"[a-z']+")
 _CJK_NEGATIONS = ("不", "没", "别", "勿", "禁止", "避免", "ない", "ません", "禁止", "しない", "ず")
 _CJK_STOP_CHARS = frozenset("的了吗呢吧啊我你他她们这那么是在把被请哪该也都就不没别")
 _CJK_STOP = frozenset(
@@ -256,8 +257,10 @@ def _tokens(text: str) -> tuple[str, ...]:
 
 def has_negation(text: str) -> bool:
     """Whether ``text`` says what not to do (in English, Chinese or Japanese)."""
-    words = set(re.findall(r"[a-z']+", _normalise(text)))
-    return bool(words & _NEGATIONS) or any(n in text for n in _CJK_NEGATIONS)
+    # one word at a time, stopping at the first negation: a list of every word of a long
+    # text costs memory the text does not, and most answers come early
+    words = (m.group() for m in _WORD_RE.finditer(_normalise(text)))
+    return any(w in _NEGATIONS for w in words) or any(n in text for n in _CJK_NEGATIONS)
 
 
 # ----------------------------------------------------------------------------- glossary
