@@ -9,7 +9,6 @@ request into the per-category budget that ``%context`` shows.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,6 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from jupyter_memory.context import prompts
+from jupyter_memory.context.json_copy import copy_json
 from jupyter_memory.context.models import (
     Thresholds,
     model_info,
@@ -207,19 +207,6 @@ def _as_blocks(content: Any) -> list[dict[str, Any]]:
     return [dict(b) for b in content]
 
 
-def _copy_json(value: Any) -> Any:
-    """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
-    ``copy.deepcopy``; anything else is deep-copied the general way."""
-    kind = type(value)
-    if kind is dict:
-        return {k: _copy_json(v) for k, v in value.items()}
-    if kind is list:
-        return [_copy_json(v) for v in value]
-    if kind in (str, int, float, bool) or value is None:
-        return value
-    return copy.deepcopy(value)
-
-
 def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Conversation messages in wire form: metadata stripped, same-role runs merged.
 
@@ -230,7 +217,7 @@ def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]
-        blocks = _as_blocks(_copy_json(message.get("content", [])))
+        blocks = _as_blocks(copy_json(message.get("content", [])))
         for block in blocks:
             block.pop("cache_control", None)
         if out and out[-1]["role"] == role:

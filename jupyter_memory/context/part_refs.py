@@ -16,9 +16,10 @@ comes back exactly. ``_meta`` (why a message is there, never sent) is kept whole
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from jupyter_memory.context.json_copy import copy_json
 
 __all__ = [
     "KEPT_WHOLE",
@@ -61,7 +62,7 @@ def refer(value: Any, put: Put, *, min_chars: int = TEXT_PART_MIN) -> Any:
     if isinstance(value, list):
         return [refer(item, put, min_chars=min_chars) for item in value]
     if isinstance(value, dict):
-        out = {k: copy.deepcopy(v) if k in KEPT_WHOLE else refer(v, put, min_chars=min_chars)
+        out = {k: copy_json(v) if k in KEPT_WHOLE else refer(v, put, min_chars=min_chars)
                for k, v in value.items()}
         return {LITERAL_KEY: out} if _marker_shaped(value) else out
     return value
@@ -83,10 +84,10 @@ def resolve(value: Any, lookup: Lookup, missing: Callable[[str], Any], *,
         found = lookup(value[REF_KEY])
         if found is None:
             return missing(value[REF_KEY])
-        return copy.deepcopy(found) if copied and not isinstance(found, str) else found
+        return copy_json(found) if copied and not isinstance(found, str) else found
     if len(value) == 1 and isinstance(value.get(LITERAL_KEY), dict):
         value = value[LITERAL_KEY]
-    return {k: (copy.deepcopy(v) if copied else v) if k in KEPT_WHOLE
+    return {k: (copy_json(v) if copied else v) if k in KEPT_WHOLE
             else resolve(v, lookup, missing, copied=copied) for k, v in value.items()}
 
 

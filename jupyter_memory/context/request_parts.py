@@ -28,7 +28,6 @@ resume) starts a new store, so the records of one session never refer to another
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import threading
@@ -38,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from jupyter_memory.context.json_copy import copy_json
 from jupyter_memory.context.part_refs import REF_KEY, TEXT_PART_MIN, refer, references, resolve
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.gateway import package_root
@@ -121,7 +121,7 @@ def _strip_marks(message: Mapping[str, Any], index: int) -> tuple[Mapping[str, A
     blocks = []
     for j, block in enumerate(content):
         if isinstance(block, dict) and "cache_control" in block:
-            marks.append([index, j, copy.deepcopy(block["cache_control"])])
+            marks.append([index, j, copy_json(block["cache_control"])])
             block = {k: v for k, v in block.items() if k != "cache_control"}
         blocks.append(block)
     return {**message, "content": blocks}, marks
@@ -197,7 +197,7 @@ class PartStore:
             if new is not None:
                 self._carry(last[1], new)
             return last[1]
-        stored = copy.deepcopy(value)
+        stored = copy_json(value)
         key = self._put(stored, new, raw)
         self._memo[slot] = (self.values[key], key)
         return key
@@ -248,7 +248,7 @@ class PartStore:
         return ref, batch.new
 
     def _compact(self, body: Mapping[str, Any], new: dict[str, Any] | None) -> dict[str, Any]:
-        ref: dict[str, Any] = {"params": {k: copy.deepcopy(v) for k, v in body.items()
+        ref: dict[str, Any] = {"params": {k: copy_json(v) for k, v in body.items()
                                           if k not in PART_FIELDS}}
         if "system" in body:
             ref["system"] = self._put_slot("system", body["system"], new)
@@ -374,26 +374,28 @@ def request_body(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, *,
     :class:`MissingPart` naming the first part that cannot be found.
     """
     if isinstance(entry.get("body"), Mapping):
-        return copy.deepcopy(dict(entry["body"]))
+        whole: dict[str, Any] = copy_json(dict(entry["body"]))
+        return whole
     lookup = _lookup_from(parts)
-    body: dict[str, Any] = copy.deepcopy(dict(entry.get("params") or {}))
+    body: dict[str, Any] = copy_json(dict(entry.get("params") or {}))
     if "system" in entry:
-        body["system"] = copy.deepcopy(_resolve(lookup, entry["system"], "system"))
+        body["system"] = copy_json(_resolve(lookup, entry["system"], "system"))
     messages = [_message(lookup, d, version)
                 for d in (_conversation(lookup, entry["conversation"])
                           if entry.get("conversation") else [])]
     for i, j, mark in entry.get("cache_marks") or []:
-        messages[i]["content"][j]["cache_control"] = copy.deepcopy(mark)
+        messages[i]["content"][j]["cache_control"] = copy_json(mark)
     body["messages"] = messages
     if "tools" in entry:
-        body["tools"] = copy.deepcopy(_resolve(lookup, entry["tools"], "tools"))
+        body["tools"] = copy_json(_resolve(lookup, entry["tools"], "tools"))
     return body
 
 
 def _message(lookup: Lookup, digest: str, version: int) -> dict[str, Any]:
     message = _resolve(lookup, digest, "message")
     if version < 3:  # before text parts, a "$part" in a message was the model's own text
-        return copy.deepcopy(dict(message))
+        copied: dict[str, Any] = copy_json(dict(message))
+        return copied
     return dict(resolve(message, lookup, _missing_text))
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.context.assemble import wire_messages
+from jupyter_memory.context.json_copy import copy_json
 from jupyter_memory.context.part_refs import refer, references
 from jupyter_memory.context.request_parts import (
     MissingPart,
@@ -275,7 +276,7 @@ def conversation_from_entries(
                 facts["notes"].append(skipped)
             facts["compacted"], facts["summary"] = True, str(data["summary"])
         else:
-            messages.extend(copy.deepcopy(dict(m)) for m in data["messages"] if isinstance(m, Mapping))
+            messages.extend(copy_json(dict(m)) for m in data["messages"] if isinstance(m, Mapping))
     cleaned, conv = _clean(messages)
     facts.update(cleanups=dict(conv.cleanups), interrupted=conv.interrupted,
                  summary_index=0 if facts["compacted"] and cleaned else None)
@@ -299,7 +300,7 @@ def _clean(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any]:
         entries.append({
             "type": role, "uuid": uid, "parentUuid": parent,
             "isMeta": bool(message.get("_meta")),
-            "message": {"role": role, "content": copy.deepcopy(message.get("content", []))},
+            "message": {"role": role, "content": copy_json(message.get("content", []))},
         })
         parent = uid
     conv = rebuild_conversation(entries, include_meta=True)
