@@ -7,10 +7,13 @@ blank, or rescans a log line for every hit is quadratic: a 768 KB ``CLAUDE.md`` 
 unclosed backticks once took 14-20 s to assemble, about 10 minutes at the 5 MB cap.
 
 For each scanner and hostile pattern this times the scan at a small size and at 100 times
-that size (50 KB and 5 MB; ``--quick``: 10 KB and 1 MB), on CPU time (the best of a few
-runs at the small size, one run at the large size). Goal: the large one takes at most
-120 times the small one, or is refused by a documented cap with a message (the refusal is
-shown). The large run stops once it has used more than the goal allows, so a quadratic
+that size (50 KB and 5 MB; ``--quick``: 10 KB and 1 MB), on CPU time from cold caches (each
+small run follows a write over 64 MB; the large input never fits in the caches): the best
+of several runs at the small size, and at the large size the best of up to three runs in
+a fresh process, fewer when a run is long. A case past the goal is measured twice more
+and judged on its best times, so one noisy run on a shared machine does not fail it. Goal:
+the large one takes at most 120 times the small one, or is refused by a documented cap with
+a message (the refusal is shown). The large run stops once it has used more than the goal allows, so a quadratic
 case costs seconds, not hours.
 
     python benchmarks/bench_hostile.py [--quick] [--check] [--only SUBSTRING]
@@ -73,10 +76,21 @@ of 2 ms pays the page faults), and no quadratic scan of megabytes is this cheap.
 STOP_SECONDS = (120.0, 600.0)
 """A large run is stopped after this long on the clock (quick, full), however busy the
 machine; it is stopped sooner once its CPU time is past what the goal allows."""
-BATCH_SECONDS = 0.02
-"""The small size is timed in batches of calls lasting about this long (best of three)."""
-AGAIN_SECONDS = 0.25
-"""A large run shorter than this is timed twice, and the better run counts."""
+BATCH_SECONDS = 0.1
+"""The small size is run about this long in all (at least three runs)."""
+SMALL_RUNS = 30
+"""Most runs of the small size."""
+EVICT_BYTES = 64 * 1024 * 1024
+"""Memory written before each small run, more than a CPU's caches hold. Both sizes are
+timed from cold caches: a 10 KB input and the objects a scan makes of it stay in the
+caches between runs, a 1 MB one does not, and the difference (up to twice the time per
+byte for a scan that walks Python objects) is the machine's, not the scan's."""
+AGAIN_SECONDS = 1.0
+"""A large run shorter than this is timed again (three runs at most), and the best counts."""
+ATTEMPTS = 3
+"""A case past the goal is measured again, this many times in all; the best small time and
+the best large time count (noise on a shared machine only ever adds time, so the best of
+a few runs is the estimate; a quadratic scan stays past the goal however often it runs)."""
 
 Prepared = Callable[[], "str | None"]
 """A scan ready to time; returns the refusal message when a size cap refused the input."""
@@ -134,7 +148,8 @@ def _instructions(text: str, tmp: Path) -> Prepared:
     def run() -> str | None:
         loaded = load_instructions(project, project_root=project, env=env,
                                    external_imports=True)
-        refused = [n for n in loaded.notes if "larger than" in n]
+        refused = [n for n in loaded.notes
+                   if "larger than" in n or "a file may import at most" in n]
         return refused[0] if refused else None
 
     return run
@@ -169,6 +184,13 @@ def _glob(size: int, _tmp: Path) -> Prepared:
 
 
 # --------------------------------------------------------------------------- memdir
+
+
+def _fence_lines(size: int, _tmp: Path) -> Prepared:
+    """The scanner takes lines, as its callers hold them: splitting is ``str.splitlines``
+    (C, linear), whose first use of a million fresh strings costs page faults, not scan."""
+    lines = fill("```x\n~~~\n", size).splitlines()
+    return lambda: _nothing(fence_flags(lines))
 
 
 def _header(text: str) -> Prepared:
@@ -290,8 +312,7 @@ CASES: list[Case] = [
     Case("rule frontmatter (paths:)", "long header", _rule_header),
     Case("match_glob (rule paths:)", "*a*a*...*b on a long name", _glob),
     # memdir: markdown, frontmatter, index, scan
-    text_case("fence_flags", "fences never closed", lambda n: fill("```x\n~~~\n", n),
-              lambda t: fence_flags(t.splitlines())),
+    Case("fence_flags", "fences never closed", _fence_lines),
     text_case("code_spans", "backtick runs of growing length", growing_runs,
               lambda t: list(code_spans(t))),
     Case("frontmatter.parse", "value of blanks",
@@ -318,6 +339,8 @@ CASES: list[Case] = [
     text_case("tokenize (offline selector)", "CJK and combining characters",
               lambda n: fill("数据框的收入\u0301 camelCaseWord ", n), _tokenize),
     text_case("has_negation", "contractions", lambda n: fill("don't isn't ", n),
+              offline.has_negation),
+    text_case("has_negation", "words, none a negation", lambda n: fill("plain words here ", n),
               offline.has_negation),
     text_case("dates.parse (offline selector)", "yesterday, repeated",
               lambda n: fill("yesterday ", n), _date_parse),
@@ -368,10 +391,12 @@ class Result:
         return self.within(GOAL)
 
 
-def _cpu(call: Prepared) -> tuple[float, str | None]:
+def _cpu(call: Prepared, cold: bool = False) -> tuple[float, str | None]:
     gc.collect()
     gc.disable()
     try:
+        if cold:  # after the collection, which visits every object
+            _evict()
         start = time.process_time()
         refused = call()
         return time.process_time() - start, refused
@@ -379,28 +404,36 @@ def _cpu(call: Prepared) -> tuple[float, str | None]:
         gc.enable()
 
 
-def _child(call: Prepared, pipe: Any) -> None:
+def _child(call: Prepared, limit: float, pipe: Any) -> None:
+    """Time ``call``; while a run is cheap, run it again (three runs at most) as long as the
+    runs together stay within half of ``limit``, the CPU time the child is stopped at."""
     seconds, refused = _cpu(call)
-    if seconds < AGAIN_SECONDS:  # cheap enough to take the better of two runs
-        seconds = min(seconds, _cpu(call)[0])
+    spent, runs = seconds, 1
+    while seconds < AGAIN_SECONDS and runs < 3 and spent + seconds < limit / 2:
+        again = _cpu(call)[0]
+        seconds, spent, runs = min(seconds, again), spent + again, runs + 1
     pipe.send((seconds, refused))
 
 
+_SCRATCH = bytearray(EVICT_BYTES)
+_LINE = 64  # bytes in a cache line
+
+
+def _evict() -> None:
+    """Write a byte of every cache line of more memory than the CPU's caches hold, so the
+    next run starts cold."""
+    _SCRATCH[::_LINE] = bytes(EVICT_BYTES // _LINE)
+
+
 def _small(call: Prepared, repeat: int) -> float:
-    """CPU time per call: the best of ``repeat`` batches, each long enough to time well."""
+    """CPU time of one call from cold caches: the best of at least ``repeat`` runs (more
+    when a run is short, up to :data:`SMALL_RUNS`), each timed on its own after
+    :func:`_evict`, as the large input is never in the caches either."""
     first = _cpu(call)[0]
-    batch = max(1, min(1000, int(BATCH_SECONDS / max(first, 1e-6))))
-    best = first
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.process_time()
-            for _ in range(batch):
-                call()
-            best = min(best, (time.process_time() - start) / batch)
-        finally:
-            gc.enable()
+    runs = max(repeat, min(SMALL_RUNS, int(BATCH_SECONDS / max(first, 1e-6))))
+    best = float("inf")
+    for _ in range(runs):
+        best = min(best, _cpu(call, cold=True)[0])
     return best
 
 
@@ -423,14 +456,14 @@ def _large(call: Prepared, budget: float, stop: float) -> tuple[float, str | Non
     """
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(call, send), daemon=True)
+    limit = max(budget, 1.0)
+    child = context.Process(target=_child, args=(call, limit, send), daemon=True)
     gc.freeze()
     try:
         child.start()
     finally:
         gc.unfreeze()
     send.close()
-    limit = max(budget, 1.0)
     started = time.perf_counter()
     while not receive.poll(0.05):
         if not child.is_alive() and not receive.poll(0):
@@ -446,7 +479,7 @@ def _large(call: Prepared, budget: float, stop: float) -> tuple[float, str | Non
     return seconds, refused, False
 
 
-def measure(case: Case, sizes: tuple[int, int], quick: bool, repeat: int = 3) -> Result:
+def _attempt(case: Case, sizes: tuple[int, int], quick: bool, repeat: int) -> Result:
     small_size, large_size = sizes
     with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
         call = case.build(small_size, Path(tmp))
@@ -456,6 +489,22 @@ def measure(case: Case, sizes: tuple[int, int], quick: bool, repeat: int = 3) ->
         large, refused, stopped = _large(call, (FLOOR if quick else GOAL) * small,
                                          STOP_SECONDS[not quick])
     return Result(case, large_size, small, large, stopped, refused)
+
+
+def measure(case: Case, sizes: tuple[int, int], quick: bool, repeat: int = 3) -> Result:
+    """The case's ratio; past the goal, measured again (:data:`ATTEMPTS` in all) with the
+    best small and the best large time counting."""
+    result = _attempt(case, sizes, quick, repeat)
+    for _ in range(ATTEMPTS - 1):
+        if result.linear:
+            break
+        again = _attempt(case, sizes, quick, repeat)
+        finished = [r for r in (result, again) if not r.stopped]
+        large = (min(finished, key=lambda r: r.large) if finished
+                 else max(result, again, key=lambda r: r.large))
+        result = Result(case, result.size, min(result.small, again.small), large.large,
+                        large.stopped, large.refused)
+    return result
 
 
 def run(quick: bool = False, only: str | None = None) -> list[Result]:

@@ -379,11 +379,14 @@ def hostile_section(quick: bool) -> Section:
     worst = max(timed, key=lambda r: r.ratio, default=None)
     text = "\n".join([
         "Each scanner of text others hand us, fed a hostile pattern at two sizes 100x apart; "
-        "CPU time, the best of batched runs at the small size and of one or two runs at the "
-        f"large one. Linear: the large one takes at most {bench_hostile.GOAL:g}x the small "
-        "one, or is refused by a size cap (its message shown), or costs under "
-        f"{bench_hostile.CHEAP_NS:g} ns a character (a few passes in C, whose ratio measures "
-        "the caches, not the algorithm). A large run is stopped once it is well past the goal.",
+        "CPU time from cold caches (the small input is timed after writing over 64 MB, as "
+        "the large one never fits in the caches), the best of several runs at the small size "
+        "and of up to three at the large one; a case past the goal is measured twice more "
+        "and judged on its best times. Linear: the large one takes at most "
+        f"{bench_hostile.GOAL:g}x the small one, or is refused by a size cap (its message "
+        f"shown), or costs under {bench_hostile.CHEAP_NS:g} ns a character (a few passes in "
+        "C, whose ratio measures the caches, not the algorithm). A large run is stopped once "
+        "it is well past the goal.",
         "",
         bench_hostile.table(results, sizes),
     ])
