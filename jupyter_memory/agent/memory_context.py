@@ -42,6 +42,7 @@ class MemoryContext:
         self._location: MemoryLocation
         self._instructions: InstructionSet
         self._team: TeamLocation | None = None
+        self._team_notes: tuple[str, ...] = ()
         self._store: MemoryStore | None = None
         self._session_id = ""
         self._maintain_index = False
@@ -60,7 +61,6 @@ class MemoryContext:
         """Locate the memdir and read the instruction files (session start, compaction, a
         replay that takes the recorded session id)."""
         from jupyter_memory.memdir.location import locate
-        from jupyter_memory.memdir.team import find as find_team
 
         self._session_id = session_id
         self._notebook = notebook
@@ -68,7 +68,7 @@ class MemoryContext:
         self._mark_provenance = mark_provenance
         self._ask_trust()
         self._location = locate(self.cwd, self.env)
-        self._team = find_team(self._location, self.env)
+        self._find_team()
         if self._team is not None:
             from jupyter_memory.memdir.team import register
 
@@ -132,14 +132,23 @@ class MemoryContext:
         return roots
 
     def team_notices(self) -> list[str]:
-        """Why a project's ``teamMemoryDirectory`` was not obeyed, if it was not."""
+        """Why a project's ``teamMemoryDirectory`` was not obeyed, if it was not (as found
+        when the team folder was last looked for: every request would re-read settings)."""
+        return list(self._team_notes)
+
+    def _find_team(self) -> None:
+        """Look for the active team folder, keeping the notes of why a setting was not
+        obeyed; a bad setting means no team folder."""
         from jupyter_memory.errors import ConfigError
         from jupyter_memory.memdir.team import team_location
 
         try:
-            return list(team_location(self._location, self.env).notes)
+            found = team_location(self._location, self.env)
         except ConfigError:
-            return []
+            self._team, self._team_notes = None, ()
+            return
+        self._team = found if found.active else None
+        self._team_notes = tuple(found.notes)
 
     def _ask_trust(self) -> None:
         """Ask the person (when a front end can) to trust a folder whose settings want to
@@ -171,10 +180,9 @@ class MemoryContext:
         self.forget_snapshot()
         if self._team is not None:
             return False
-        from jupyter_memory.memdir.team import find as find_team
         from jupyter_memory.memdir.team import register
 
-        self._team = find_team(self._location, self.env)
+        self._find_team()
         if self._team is None:
             return False
         register(Path(self._location.memdir), Path(self._team.folder))

@@ -29,8 +29,8 @@ from jupyter_memory.memdir.trust_table import LOCAL, PROJECT, USER
 
 __all__ = [
     "MAX_FILE_BYTES",
-    "MAX_IMPORT_DEPTH",
     "MAX_IMPORTS_PER_FILE",
+    "MAX_IMPORT_DEPTH",
     "SCOPES",
     "WARN_CHARS",
     "InstructionFile",

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from jupyter_memory.memdir.team.git import TeamError
     from jupyter_memory.memdir.team.index import index_text, load_index, merge3, reconcile
     from jupyter_memory.memdir.team.listing import as_team, scan_all
-    from jupyter_memory.memdir.team.location import SETTING, TeamLocation, find, team_location
+    from jupyter_memory.memdir.team.location import SETTING, TeamLocation, team_location
     from jupyter_memory.memdir.team.registry import folder_of, register, team_path
     from jupyter_memory.memdir.team.sharing import (
         GITATTRIBUTES,
@@ -77,7 +77,6 @@ _EXPORTS = {
     "scan_all": f"{__name__}.listing",
     "SETTING": f"{__name__}.location",
     "TeamLocation": f"{__name__}.location",
-    "find": f"{__name__}.location",
     "team_location": f"{__name__}.location",
     "folder_of": f"{__name__}.registry",
     "register": f"{__name__}.registry",
@@ -114,7 +113,6 @@ __all__ = [
     "check_team_type",
     "clone",
     "default_scope",
-    "find",
     "folder_of",
     "held_back",
     "index_text",

@@ -16,7 +16,7 @@ from jupyter_memory.memdir.location import MemoryLocation
 from jupyter_memory.memdir.scopes import TEAM_DIRNAME
 from jupyter_memory.memdir.team.git import git_toplevel
 
-__all__ = ["SETTING", "TeamLocation", "find", "team_location"]
+__all__ = ["SETTING", "TeamLocation", "team_location"]
 
 SETTING = "teamMemoryDirectory"
 
@@ -107,11 +107,3 @@ def team_location(location: MemoryLocation, env: Mapping[str, str] | None = None
     return TeamLocation(folder, "default", "the team folder inside the memdir",
                         Path(location.memdir), tuple(notes))
 
-
-def find(location: MemoryLocation, env: Mapping[str, str] | None = None) -> TeamLocation | None:
-    """The active team folder of a location, or None (no team folder, or a bad setting)."""
-    try:
-        team = team_location(location, env)
-    except ConfigError:
-        return None
-    return team if team.active else None
