@@ -32,6 +32,7 @@ from jupyter_memory.agent.hooks import collect, dispatch
 from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import count_breakpoints, digest
+from jupyter_memory.context.call_log import LoggedClient, calling
 from jupyter_memory.context.request_parts import RECORD_VERSION, PartBatch
 from jupyter_memory.context.sdk import ModelClient
 from jupyter_memory.context.tokens import Usage
@@ -366,10 +367,15 @@ def _delegate(turn: TurnState, data: Any) -> ToolResult:
     turn.delegations.append(run)
     events = turn.events
     turn.events.on_status(f"Delegated to {definition.name}: {request.description}")
-    done, result = _run_turn(child, request.prompt, client=turn.client, events=TurnEvents(
-        on_tool_start=lambda use: events.on_status(
-            f"{definition.name} uses {use.get('name', '?')}"),
-        on_notice=events.on_notice))
+    # the same endpoint, but the calls are noted as the agent's, of kind "delegated"
+    client = turn.client
+    if isinstance(client, LoggedClient):
+        client = child.calls.client(client.inner, definition.name)
+    with calling(child.call_kind):
+        done, result = _run_turn(child, request.prompt, client=client, events=TurnEvents(
+            on_tool_start=lambda use: events.on_status(
+                f"{definition.name} uses {use.get('name', '?')}"),
+            on_notice=events.on_notice))
     run.status, run.error = result.status, result.error
     final = done.added[-1] if done.added else {}
     run.answer = _text_of(final.get("content") or []) if final.get("role") == "assistant" else ""
@@ -487,8 +493,10 @@ def build_record(turn: TurnState, answer: str, status: str,
         recall = _recall_record(session, turn, batch)
         # the main agent's own rounds are the record's requests; every other call goes here
         # (a failed turn's record may never be saved: the next record carries them again)
-        calls = [c.to_json() for c in session.calls.uncarried(take=kept)
-                 if c.kind != "main" or c.agent is not None or not c.during_turn]
+        # (a delegated agent's own record is not saved: the main turn's record carries its calls)
+        calls = [] if session.parent is not None else [
+            c.to_json() for c in session.calls.uncarried(take=kept)
+            if c.kind != "main" or c.agent is not None or not c.during_turn]
         batch.carry(calls)
     return {
         "version": RECORD_VERSION,

@@ -35,7 +35,7 @@ __all__ = ["CallView", "RequestViewError", "TurnCalls", "calls_json", "live_call
            "shared_with"]
 
 KIND_NAMES = {
-    "main": "main agent", "selector": "recall selector", "extraction": "extraction agent",
+    "main": "main agent", "delegated": "delegated agent", "selector": "recall selector", "extraction": "extraction agent",
     "remember": "%%remember filing", "summary": "compaction summary", "notes": "session notes",
 }
 
@@ -68,7 +68,8 @@ class CallView:
     def label(self) -> str:
         what = KIND_NAMES.get(self.kind, self.kind)
         if self.agent:
-            what = f"agent {self.agent}" + ("" if self.kind == "main" else f" ({what})")
+            what = f"agent {self.agent}" + ("" if self.kind in ("main", "delegated")
+                                            else f" ({what})")
         if self.round is not None and self.kind == "main" and not self.agent:
             what += f", round {self.round}"
         if self.after_turn:

@@ -140,6 +140,30 @@ def test_the_main_agent_delegates_and_the_agent_keeps_its_own_memory(
     assert session.delegated["data-reviewer"].delegated_id == run["agent_id"]
 
 
+def test_the_agents_calls_are_noted_as_its_own(reviewer_project: Path, fake_api) -> None:
+    """%request --kind delegated finds the agent's calls, labelled with its name; the turn
+    record carries them beside the main agent's own rounds."""
+    from jupyter_memory.sessions.request_view import live_calls, select_calls
+
+    session = make_session(reviewer_project)
+    script_delegation(fake_api, reviewer_project / ".claude" / "agent-memory" / "data-reviewer")
+
+    result = run_turn(session, "Is the refunds join right?")
+
+    assert result.ok, result.error
+    noted = [(c.kind, c.agent) for c in session.calls.calls if c.kind in ("main", "delegated")]
+    assert noted == [("main", None), ("delegated", "data-reviewer"),
+                     ("delegated", "data-reviewer"), ("main", None)]
+    assert [(c["kind"], c["agent"]) for c in result.record["calls"]
+            if c["kind"] == "delegated"] == [("delegated", "data-reviewer")] * 2
+    turn, views = select_calls(live_calls(session), kind="delegated")
+    assert turn == 1
+    assert [v.label for v in views] == ["agent data-reviewer"] * 2
+    assert [v.body["model"] for v in views] == ["claude-haiku-4-5"] * 2
+    assert [v.body for v in views] == [{k: v for k, v in r.body.items() if k != "stream"}
+                                       for r in fake_api.requests[1:3]]
+
+
 def test_an_untrusted_folder_offers_none_of_its_own_agents(project: Path, memdir: Path,
                                                             isolated_home: Path) -> None:
     agents = project / ".claude" / "agents"

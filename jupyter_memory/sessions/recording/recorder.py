@@ -167,6 +167,8 @@ class Recorder(ModelEndpoint, TurnHook):
                                  for r in run.get("requests", [])]
                                 for run in record["delegations"]]}
                if record.get("delegations") else {}),
+            **({"calls": [{"number": c.get("number"), "sent": c.get("sent")}
+                          for c in record["calls"]]} if record.get("calls") else {}),
         })
         self.recording.save()
 

@@ -311,6 +311,11 @@ class Replayer(ModelEndpoint, TurnHook):
         for run, requests in zip(record.get("delegations", []), recorded.get("delegations", []),
                                  strict=False):
             _restore_requests(run.get("requests", []), requests)
+        # the side calls the record carries (a delegated agent's, the selector's, ...)
+        sent = {c.get("number"): c.get("sent") for c in recorded.get("calls", [])}
+        for call in record.get("calls", []):
+            if sent.get(call.get("number")) is not None:
+                call["sent"] = sent[call["number"]]
 
     def _recorded_turn(self) -> dict[str, Any] | None:
         turns = self.recording.turns
