@@ -62,6 +62,9 @@ def axe_violations(page: Any, script: Path, selector: str) -> list[str]:
             runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa', 'best-practice']},
             resultTypes: ['violations'],
           });
+          if (result.passes.length === 0) {
+            throw new Error('axe-core checked nothing in ' + selector);
+          }
           return result.violations.map(v => ({
             id: v.id, impact: v.impact, help: v.help,
             targets: v.nodes.slice(0, 3).map(n => n.target.join(' ')),
