@@ -109,3 +109,46 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   }
   return node;
 }
+
+/** The fewest and most characters a cut name keeps whole at its end. */
+const TAIL_MIN = 8;
+const TAIL_MAX = 16;
+
+/**
+ * How to cut each long name in the middle: `[head, tail]`, where only the head
+ * may lose its end to an ellipsis and the tail always shows. Names that share a
+ * long prefix with another name (`report-2024-q1`, `report-2024-q2`) keep whole
+ * the part where they differ, as far as `TAIL_MAX` allows; other names keep
+ * their last `TAIL_MAX` characters. A name too short to need a cut has no tail.
+ */
+export function nameCuts(
+  names: readonly string[]
+): Map<string, [string, string]> {
+  const sorted = Array.from(new Set(names)).sort();
+  const cuts = new Map<string, [string, string]>();
+  sorted.forEach((name, i) => {
+    // The longest prefix shared with any other name is shared with a sorted neighbour.
+    const shared = Math.max(
+      i > 0 ? commonPrefix(name, sorted[i - 1]) : 0,
+      i + 1 < sorted.length ? commonPrefix(name, sorted[i + 1]) : 0
+    );
+    const differs = name.length - shared;
+    const tail = Math.min(Math.max(differs, TAIL_MIN), TAIL_MAX);
+    cuts.set(
+      name,
+      name.length <= tail + TAIL_MIN
+        ? [name, '']
+        : [name.slice(0, name.length - tail), name.slice(name.length - tail)]
+    );
+  });
+  return cuts;
+}
+
+function commonPrefix(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) {
+    i++;
+  }
+  return i;
+}

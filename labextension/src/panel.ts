@@ -6,6 +6,11 @@
  * forget actions. A cheap "stamp" of the memory directory is polled while the
  * panel is visible, so edits made by the kernel, the CLI or another tool show
  * up without a manual refresh.
+ *
+ * At hundreds of memories the search box and the count stay on top while the
+ * list scrolls, and the list is one tab stop: a layout grid (the ARIA
+ * authoring practices' pattern for a list whose items carry actions) with a
+ * roving tabindex, one row per memory, its open and forget buttons the cells.
  */
 import { Dialog, MainAreaWidget, showDialog } from '@jupyterlab/apputils';
 import type { IDocumentManager } from '@jupyterlab/docmanager';
@@ -23,7 +28,14 @@ import {
   MemoryAPI,
   MemoryAPIError
 } from './api';
-import { ageText, el, groupByType, matchesQuery, typeTitle } from './format';
+import {
+  ageText,
+  el,
+  groupByType,
+  matchesQuery,
+  nameCuts,
+  typeTitle
+} from './format';
 
 const MEMORY_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
   <path class="jp-icon3" fill="#616161" fill-rule="evenodd"
@@ -38,6 +50,12 @@ export const memoryIcon = new LabIcon({
 
 /** How often the panel checks whether the memory directory changed (ms). */
 export const POLL_INTERVAL = 3000;
+
+/** How many rows PageUp and PageDown move in the list. */
+const PAGE_ROWS = 10;
+
+/** The cells of a memory row, in order: open, forget. */
+const CELL_CLASSES = ['jp-MemoryPanel-open', 'jp-MemoryPanel-forget'];
 
 export interface IMemoryPanelOptions {
   /** Opens memory files that lie under the server root in the editor. */
@@ -236,23 +254,157 @@ export class MemoryPanel extends Widget {
     this._search.addEventListener('input', () => this._renderList());
     searchLabel.append(searchText, this._search);
 
+    // ArrowDown in the search box goes on to the list, as in a combobox.
+    this._search.addEventListener('keydown', event => {
+      if (event.key === 'ArrowDown' && this._rows().length > 0) {
+        event.preventDefault();
+        this._focusCell(this._activeRow() ?? this._rows()[0], this._activeCol);
+      }
+    });
+
     this._statusNode = el('div', 'jp-MemoryPanel-status');
+    this._statusNode.id = 'jp-MemoryPanel-status';
     this._statusNode.setAttribute('role', 'status');
     this._statusNode.setAttribute('aria-live', 'polite');
+
+    // The search box and the count stay on top while the list scrolls under them.
+    this._stickyNode = el('div', 'jp-MemoryPanel-sticky');
+    this._stickyNode.append(searchLabel, this._statusNode);
 
     this._doctorNode = el('section', 'jp-MemoryPanel-doctor');
     this._doctorNode.setAttribute('aria-label', 'Memory checks');
 
     this._listNode = el('div', 'jp-MemoryPanel-list');
+    this._listNode.setAttribute('role', 'grid');
+    this._listNode.setAttribute('aria-label', 'Memories');
+    this._listNode.setAttribute('aria-describedby', this._statusNode.id);
+    this._listNode.addEventListener('keydown', event => this._onListKey(event));
+    this._listNode.addEventListener('focusin', event =>
+      this._onListFocus(event)
+    );
 
     this.node.append(
       header,
       this._where,
-      searchLabel,
-      this._statusNode,
+      this._stickyNode,
       this._doctorNode,
       this._listNode
     );
+  }
+
+  /** The memory rows shown, in order. */
+  private _rows(): HTMLElement[] {
+    return Array.from(
+      this._listNode.querySelectorAll<HTMLElement>('.jp-MemoryPanel-item')
+    );
+  }
+
+  /** The row holding the list's one tab stop, if it is still shown. */
+  private _activeRow(): HTMLElement | null {
+    return (
+      this._rows().find(row => row.dataset.file === this._activeFile) ?? null
+    );
+  }
+
+  private _cell(row: HTMLElement, col: number): HTMLButtonElement {
+    return row.querySelector<HTMLButtonElement>(`.${CELL_CLASSES[col]}`)!;
+  }
+
+  /** Give one cell the list's tab stop (roving tabindex), without moving focus. */
+  private _setActive(row: HTMLElement, col: number): HTMLButtonElement {
+    for (const node of this._listNode.querySelectorAll<HTMLElement>(
+      '[tabindex="0"]'
+    )) {
+      node.tabIndex = -1;
+    }
+    const cell = this._cell(row, col);
+    cell.tabIndex = 0;
+    this._activeFile = row.dataset.file ?? null;
+    this._activeCol = col;
+    return cell;
+  }
+
+  /** Move the focus to a cell and scroll its row out from under the search box. */
+  private _focusCell(row: HTMLElement, col: number): void {
+    const cell = this._setActive(row, col);
+    cell.focus({ preventScroll: true });
+    const top = this._stickyNode.getBoundingClientRect().bottom;
+    const bottom = this.node.getBoundingClientRect().bottom;
+    const box = row.getBoundingClientRect();
+    if (box.top < top) {
+      this.node.scrollTop -= top - box.top;
+    } else if (box.bottom > bottom) {
+      this.node.scrollTop += box.bottom - bottom;
+    }
+  }
+
+  /** A click or a Tab into the list makes the focused cell the tab stop. */
+  private _onListFocus(event: FocusEvent): void {
+    const target = event.target as HTMLElement;
+    const row = target.closest<HTMLElement>('.jp-MemoryPanel-item');
+    const col = CELL_CLASSES.findIndex(name => target.classList.contains(name));
+    if (row && col >= 0) {
+      this._setActive(row, col);
+    }
+  }
+
+  /**
+   * The grid's keys: arrows, Home/End and PageUp/PageDown move, Delete asks to
+   * forget; Enter and Space are the focused button's own.
+   */
+  private _onListKey(event: KeyboardEvent): void {
+    const rows = this._rows();
+    const row = (event.target as HTMLElement).closest<HTMLElement>(
+      '.jp-MemoryPanel-item'
+    );
+    if (!row || event.altKey || event.metaKey) {
+      return;
+    }
+    const index = rows.indexOf(row);
+    const last = rows.length - 1;
+    const col = this._activeCol;
+    let next: number | null = null;
+    let nextCol = col;
+    switch (event.key) {
+      case 'ArrowDown':
+        next = Math.min(index + 1, last);
+        break;
+      case 'ArrowUp':
+        next = Math.max(index - 1, 0);
+        break;
+      case 'PageDown':
+        next = Math.min(index + PAGE_ROWS, last);
+        break;
+      case 'PageUp':
+        next = Math.max(index - PAGE_ROWS, 0);
+        break;
+      case 'Home':
+        next = 0;
+        break;
+      case 'End':
+        next = last;
+        break;
+      case 'ArrowRight':
+        next = index;
+        nextCol = Math.min(col + 1, CELL_CLASSES.length - 1);
+        break;
+      case 'ArrowLeft':
+        next = index;
+        nextCol = Math.max(col - 1, 0);
+        break;
+      case 'Delete': {
+        const memory = this._shown.get(row.dataset.file ?? '');
+        if (memory) {
+          event.preventDefault();
+          void this._forget(memory);
+        }
+        return;
+      }
+      default:
+        return;
+    }
+    event.preventDefault();
+    this._focusCell(rows[next], nextCol);
   }
 
   private _setStatus(text: string, isError = false): void {
@@ -305,7 +457,12 @@ export class MemoryPanel extends Widget {
   }
 
   private _renderList(): void {
+    // A re-render (a poll, a search) keeps the focus on the same memory.
+    const hadFocus =
+      this._focusAfterRender || this._listNode.contains(document.activeElement);
+    this._focusAfterRender = false;
     this._listNode.textContent = '';
+    this._shown.clear();
     const reply = this._reply;
     this._listNode.classList.toggle(
       'jp-mod-stale',
@@ -340,35 +497,64 @@ export class MemoryPanel extends Widget {
           : `${total} ${total === 1 ? 'memory' : 'memories'}.`
       );
     }
+    if (this._cuts === null || this._cutsFor !== reply) {
+      this._cuts = nameCuts(reply.memories.map(m => m.name || m.file));
+      this._cutsFor = reply;
+    }
     for (const [type, memories] of groupByType(shown)) {
-      const section = el('section', 'jp-MemoryPanel-group');
-      const heading = el(
-        'h3',
-        'jp-MemoryPanel-groupTitle',
-        `${typeTitle(type)} (${memories.length})`
+      // A group is a rowgroup whose first row is its heading (not focusable).
+      const group = el('div', 'jp-MemoryPanel-group');
+      group.setAttribute('role', 'rowgroup');
+      const headingRow = el('div', 'jp-MemoryPanel-groupRow');
+      headingRow.setAttribute('role', 'row');
+      const headingCell = el('div', 'jp-MemoryPanel-groupCell');
+      headingCell.setAttribute('role', 'gridcell');
+      headingCell.setAttribute('aria-colspan', '2');
+      headingCell.append(
+        el(
+          'h3',
+          'jp-MemoryPanel-groupTitle',
+          `${typeTitle(type)} (${memories.length})`
+        )
       );
-      const headingId = `jp-MemoryPanel-group-${type}`;
-      heading.id = headingId;
-      section.setAttribute('aria-labelledby', headingId);
-      const list = el('ul', 'jp-MemoryPanel-items');
+      headingRow.append(headingCell);
+      group.append(headingRow);
       for (const memory of memories) {
-        list.append(this._renderItem(memory));
+        this._shown.set(memory.file, memory);
+        group.append(this._renderItem(memory));
       }
-      section.append(heading, list);
-      this._listNode.append(section);
+      this._listNode.append(group);
+    }
+    const rows = this._rows();
+    if (rows.length > 0) {
+      const row = this._activeRow() ?? rows[0];
+      if (hadFocus) {
+        this._focusCell(row, this._activeCol);
+      } else {
+        this._setActive(row, this._activeCol);
+      }
     }
   }
 
-  private _renderItem(memory: IMemory): HTMLLIElement {
+  private _renderItem(memory: IMemory): HTMLElement {
     const label = memory.name || memory.file;
-    const item = el('li', 'jp-MemoryPanel-item');
+    const item = el('div', 'jp-MemoryPanel-item');
+    item.setAttribute('role', 'row');
     item.dataset.file = memory.file;
+    const id = `jp-MemoryPanel-${hashId(memory.file)}`;
 
     const open = el('button', 'jp-MemoryPanel-open');
     open.type = 'button';
-    open.title = `Open ${memory.file}`;
+    open.tabIndex = -1;
+    // The whole name on hover, and to assistive technology, however it is cut.
+    open.title = label === memory.file ? label : `${label}\n${memory.file}`;
     open.setAttribute('aria-label', `Open ${label}`);
-    const name = el('span', 'jp-MemoryPanel-name', label);
+    const name = el('span', 'jp-MemoryPanel-name');
+    const [head, tail] = this._cuts?.get(label) ?? [label, ''];
+    name.append(el('span', 'jp-MemoryPanel-nameHead', head));
+    if (tail) {
+      name.append(el('span', 'jp-MemoryPanel-nameTail', tail));
+    }
     const age = el('span', 'jp-MemoryPanel-age', ageText(memory.age_days));
     if (memory.mtime) {
       age.title = memory.mtime;
@@ -389,30 +575,40 @@ export class MemoryPanel extends Widget {
       'jp-MemoryPanel-iconButton jp-MemoryPanel-forget'
     );
     forget.type = 'button';
+    forget.tabIndex = -1;
     forget.title = `Forget ${label}`;
     forget.setAttribute('aria-label', `Forget ${label}`);
     deleteIcon.element({ container: forget, tag: 'span' });
     forget.addEventListener('click', () => void this._forget(memory));
 
-    const row = el('div', 'jp-MemoryPanel-row');
-    row.append(open, forget);
-    item.append(row);
+    const main = el('div', 'jp-MemoryPanel-cell');
+    main.setAttribute('role', 'gridcell');
+    main.append(open);
+    const described: string[] = [];
+    const addText = (className: string, text: string): void => {
+      const node = el('p', className, text);
+      node.id = `${id}-${described.length}`;
+      described.push(node.id);
+      main.append(node);
+    };
     if (memory.description) {
-      item.append(el('p', 'jp-MemoryPanel-description', memory.description));
+      addText('jp-MemoryPanel-description', memory.description);
     }
     if (memory.indexed === false) {
-      item.append(
-        el(
-          'p',
-          'jp-MemoryPanel-note',
-          'Not in MEMORY.md: index-mode recall never sees it.'
-        )
+      addText(
+        'jp-MemoryPanel-note',
+        'Not in MEMORY.md: index-mode recall never sees it.'
       );
     } else if (memory.loaded === false && memory.loaded_reason) {
-      item.append(
-        el('p', 'jp-MemoryPanel-note', `Not loaded: ${memory.loaded_reason}.`)
-      );
+      addText('jp-MemoryPanel-note', `Not loaded: ${memory.loaded_reason}.`);
     }
+    if (described.length > 0) {
+      open.setAttribute('aria-describedby', described.join(' '));
+    }
+    const actions = el('div', 'jp-MemoryPanel-cell jp-MemoryPanel-actions');
+    actions.setAttribute('role', 'gridcell');
+    actions.append(forget);
+    item.append(main, actions);
     return item;
   }
 
@@ -472,14 +668,26 @@ export class MemoryPanel extends Widget {
     if (!result.button.accept) {
       return;
     }
+    // The focus goes on to the next memory (or the one before) once this one is gone.
+    const rows = this._rows();
+    const at = rows.findIndex(row => row.dataset.file === memory.file);
+    const wasActive = this._activeFile === memory.file;
     try {
       await MemoryAPI.forget(this._path, memory.file);
-      this._setStatus(`Forgot ${label}.`);
     } catch (error) {
       this._setStatus(describe(error), true);
       return;
     }
+    if (wasActive && at >= 0) {
+      const neighbour = rows[at + 1] ?? rows[at - 1];
+      this._activeFile = neighbour?.dataset.file ?? null;
+      this._focusAfterRender = true;
+    }
     await this.refresh();
+    this._setStatus(
+      `Forgot ${label}. ${this._statusNode.textContent ?? ''}`,
+      this._statusNode.classList.contains('jp-mod-error')
+    );
   }
 
   private _options: IMemoryPanelOptions;
@@ -497,8 +705,17 @@ export class MemoryPanel extends Widget {
   private _where!: HTMLDivElement;
   private _search!: HTMLInputElement;
   private _statusNode!: HTMLDivElement;
+  private _stickyNode!: HTMLDivElement;
   private _doctorNode!: HTMLElement;
   private _listNode!: HTMLDivElement;
+  /** The memories shown, by file, for the keys that act on a row. */
+  private _shown = new Map<string, IMemory>();
+  /** The file and the cell (0 open, 1 forget) holding the list's tab stop. */
+  private _activeFile: string | null = null;
+  private _activeCol = 0;
+  private _focusAfterRender = false;
+  private _cuts: Map<string, [string, string]> | null = null;
+  private _cutsFor: IListReply | null = null;
 }
 
 /** A read-only view of a memory file that lies outside the server root. */

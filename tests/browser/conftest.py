@@ -176,6 +176,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+@pytest.fixture(scope="session")
+def axe_script() -> Path:
+    """axe-core's browser bundle, a devDependency of the lab extension (``make setup``)."""
+    path = REPO / "labextension" / "node_modules" / "axe-core" / "axe.min.js"
+    if not path.is_file():
+        _unavailable(
+            f"{path} is missing (run `make setup`, which installs the lab extension's "
+            "devDependencies, axe-core among them)"
+        )
+    return path
+
+
 @pytest.fixture(scope="module")
 def seed_lab() -> Callable[[Lab], None]:
     """What a module puts in the root, memdir and ``env`` before the server starts.

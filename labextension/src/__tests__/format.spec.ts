@@ -7,6 +7,7 @@ import {
   formatTokens,
   groupByType,
   matchesQuery,
+  nameCuts,
   prettyValue,
   typeTitle
 } from '../format';
@@ -86,5 +87,44 @@ describe('format', () => {
     expect(node.className).toBe('jp-X');
     expect(node.textContent).toBe('hi');
     expect(el('div').className).toBe('');
+  });
+
+  it('cuts long names in the middle, keeping whole where similar names differ', () => {
+    const cuts = nameCuts([
+      'quarterly-revenue-report-region-north',
+      'quarterly-revenue-report-region-south',
+      'how-the-nightly-warehouse-load-is-scheduled-and-retried',
+      'short-name',
+      'ab'
+    ]);
+    // The two reports differ in their last five letters: those stay whole.
+    expect(cuts.get('quarterly-revenue-report-region-north')).toEqual([
+      'quarterly-revenue-report-regi',
+      'on-north'
+    ]);
+    expect(cuts.get('quarterly-revenue-report-region-south')![1]).toBe(
+      'on-south'
+    );
+    // A name like no other keeps its last sixteen characters.
+    const [head, tail] = cuts.get(
+      'how-the-nightly-warehouse-load-is-scheduled-and-retried'
+    )!;
+    expect(tail).toBe('eduled-and-retried'.slice(-16));
+    expect(head + tail).toBe(
+      'how-the-nightly-warehouse-load-is-scheduled-and-retried'
+    );
+    // Names too short to need a cut are not cut.
+    expect(cuts.get('short-name')).toEqual(['short-name', '']);
+    expect(cuts.get('ab')).toEqual(['ab', '']);
+  });
+
+  it('keeps from where a shared prefix ends, up to sixteen characters', () => {
+    const a = 'customer-churn-model-v2-features-2024';
+    const b = 'customer-churn-model-v2-features-2025-draft';
+    const cuts = nameCuts([a, b, a]);
+    expect(cuts.size).toBe(2);
+    expect(cuts.get(a)![1]).toBe('features-2024'.slice(-8));
+    expect(cuts.get(b)![1]).toBe('25-draft');
+    expect(cuts.get(b)![0] + cuts.get(b)![1]).toBe(b);
   });
 });
