@@ -49,8 +49,9 @@ _MTIME_NS = re.compile(r'("mtime_ns": )\d+')
 #: The log of a replayed session is named after the moment the replay started.
 _REPLAY_LOG = re.compile(r"replay-\d{8}T\d+Z")
 #: A turn record's digest of each request body it sent: a hash of text that holds the work
-#: folder's path (the bodies themselves are compared with the path replaced).
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+#: folder's path (the bodies themselves are compared with the path replaced), whole or as
+#: ``%request`` heads a call with it (its first 12 hex digits and an ellipsis).
+_DIGEST = re.compile(r"sha256:[0-9a-f]{12}(?:[0-9a-f]{52}|…)")
 
 
 def _work_folder(nb: Any) -> str | None:
