@@ -20,12 +20,16 @@ if TYPE_CHECKING:
         cost_report,
         explain_recall,
         kernel_session,
+        last_compaction,
+        last_selection,
         model_calls,
+        recall_budget,
     )
     from jupyter_memory.memdir.freshness import age_text, staleness_reminder
     from jupyter_memory.memdir.guard import find_secrets, redact
     from jupyter_memory.recall.grade import grade_recall
     from jupyter_memory.recall.offline import semantic_status
+    from jupyter_memory.recall.public import read_memories, select_offline
 
 #: The public names for notebook cells, and the module each is imported from on first use.
 PUBLIC = {
@@ -33,6 +37,11 @@ PUBLIC = {
     "model_calls": "jupyter_memory.magics.public",
     "cost_report": "jupyter_memory.magics.public",
     "explain_recall": "jupyter_memory.magics.public",
+    "last_selection": "jupyter_memory.magics.public",
+    "last_compaction": "jupyter_memory.magics.public",
+    "recall_budget": "jupyter_memory.magics.public",
+    "read_memories": "jupyter_memory.recall.public",
+    "select_offline": "jupyter_memory.recall.public",
     "age_text": "jupyter_memory.memdir.freshness",
     "staleness_reminder": "jupyter_memory.memdir.freshness",
     "find_secrets": "jupyter_memory.memdir.guard",
@@ -52,10 +61,15 @@ __all__ = [
     "find_secrets",
     "grade_recall",
     "kernel_session",
+    "last_compaction",
+    "last_selection",
     "load_ipython_extension",
     "model_calls",
     "price_for",
+    "read_memories",
+    "recall_budget",
     "redact",
+    "select_offline",
     "semantic_status",
     "staleness_reminder",
     "unload_ipython_extension",
