@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     )
     from jupyter_memory.memdir.freshness import age_text, staleness_reminder
     from jupyter_memory.memdir.guard import find_secrets, redact
+    from jupyter_memory.memdir.public import memory_location, memory_settings
     from jupyter_memory.recall.grade import grade_recall
     from jupyter_memory.recall.offline import semantic_status
     from jupyter_memory.recall.public import read_memories, select_offline
@@ -45,6 +46,8 @@ PUBLIC = {
     "age_text": "jupyter_memory.memdir.freshness",
     "staleness_reminder": "jupyter_memory.memdir.freshness",
     "find_secrets": "jupyter_memory.memdir.guard",
+    "memory_location": "jupyter_memory.memdir.public",
+    "memory_settings": "jupyter_memory.memdir.public",
     "redact": "jupyter_memory.memdir.guard",
     "semantic_status": "jupyter_memory.recall.offline",
     "grade_recall": "jupyter_memory.recall.grade",
@@ -64,6 +67,8 @@ __all__ = [
     "last_compaction",
     "last_selection",
     "load_ipython_extension",
+    "memory_location",
+    "memory_settings",
     "model_calls",
     "price_for",
     "read_memories",
