@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from jupyter_memory.memdir.freshness import age_text, staleness_reminder
     from jupyter_memory.memdir.guard import find_secrets, redact
     from jupyter_memory.memdir.public import memory_location, memory_settings
+    from jupyter_memory.notebook_path import set_notebook_path
     from jupyter_memory.recall.grade import grade_recall
     from jupyter_memory.recall.offline import semantic_status
     from jupyter_memory.recall.public import read_memories, select_offline
@@ -48,6 +49,7 @@ PUBLIC = {
     "find_secrets": "jupyter_memory.memdir.guard",
     "memory_location": "jupyter_memory.memdir.public",
     "memory_settings": "jupyter_memory.memdir.public",
+    "set_notebook_path": "jupyter_memory.notebook_path",
     "redact": "jupyter_memory.memdir.guard",
     "semantic_status": "jupyter_memory.recall.offline",
     "grade_recall": "jupyter_memory.recall.grade",
@@ -75,6 +77,7 @@ __all__ = [
     "recall_budget",
     "redact",
     "select_offline",
+    "set_notebook_path",
     "semantic_status",
     "staleness_reminder",
     "unload_ipython_extension",
