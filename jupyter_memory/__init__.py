@@ -77,8 +77,8 @@ __all__ = [
     "recall_budget",
     "redact",
     "select_offline",
-    "set_notebook_path",
     "semantic_status",
+    "set_notebook_path",
     "staleness_reminder",
     "unload_ipython_extension",
 ]
