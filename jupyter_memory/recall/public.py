@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from jupyter_memory.errors import ConfigError
-from jupyter_memory.memdir.scan import Memory, scan
+from jupyter_memory.memdir.record import Memory
+from jupyter_memory.memdir.scan import scan
 from jupyter_memory.recall.offline import Selection, select
 
 __all__ = ["read_memories", "select_offline"]
