@@ -20,12 +20,18 @@ if TYPE_CHECKING:
         cost_report,
         explain_recall,
         kernel_session,
+        last_compaction,
+        last_selection,
         model_calls,
+        recall_budget,
     )
     from jupyter_memory.memdir.freshness import age_text, staleness_reminder
     from jupyter_memory.memdir.guard import find_secrets, redact
+    from jupyter_memory.memdir.public import memory_location, memory_settings
+    from jupyter_memory.notebook_path import set_notebook_path
     from jupyter_memory.recall.grade import grade_recall
     from jupyter_memory.recall.offline import semantic_status
+    from jupyter_memory.recall.public import read_memories, select_offline
 
 #: The public names for notebook cells, and the module each is imported from on first use.
 PUBLIC = {
@@ -33,9 +39,17 @@ PUBLIC = {
     "model_calls": "jupyter_memory.magics.public",
     "cost_report": "jupyter_memory.magics.public",
     "explain_recall": "jupyter_memory.magics.public",
+    "last_selection": "jupyter_memory.magics.public",
+    "last_compaction": "jupyter_memory.magics.public",
+    "recall_budget": "jupyter_memory.magics.public",
+    "read_memories": "jupyter_memory.recall.public",
+    "select_offline": "jupyter_memory.recall.public",
     "age_text": "jupyter_memory.memdir.freshness",
     "staleness_reminder": "jupyter_memory.memdir.freshness",
     "find_secrets": "jupyter_memory.memdir.guard",
+    "memory_location": "jupyter_memory.memdir.public",
+    "memory_settings": "jupyter_memory.memdir.public",
+    "set_notebook_path": "jupyter_memory.notebook_path",
     "redact": "jupyter_memory.memdir.guard",
     "semantic_status": "jupyter_memory.recall.offline",
     "grade_recall": "jupyter_memory.recall.grade",
@@ -52,11 +66,19 @@ __all__ = [
     "find_secrets",
     "grade_recall",
     "kernel_session",
+    "last_compaction",
+    "last_selection",
     "load_ipython_extension",
+    "memory_location",
+    "memory_settings",
     "model_calls",
     "price_for",
+    "read_memories",
+    "recall_budget",
     "redact",
+    "select_offline",
     "semantic_status",
+    "set_notebook_path",
     "staleness_reminder",
     "unload_ipython_extension",
 ]

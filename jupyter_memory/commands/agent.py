@@ -93,8 +93,8 @@ SUBCOMMANDS: tuple[Command, ...] = (
             RecordArgs, fronts=(MAGIC,), magic="%agent record"),
     declare("replay", "Answer every model call from a recording: no key, no network.",
             ReplayArgs, fronts=(MAGIC,), magic="%agent replay"),
-    declare("status", "Show the session: id, turns, messages, model, notebook, memory, log "
-            "and recording.", StatusArgs, fronts=(MAGIC,), magic="%agent status"),
+    declare("status", "Show the session: id, turns, messages, model, notebook, memory, log, "
+            "recording and the lifecycle hooks it loaded.", StatusArgs, fronts=(MAGIC,), magic="%agent status"),
     declare("new", "Start a fresh conversation in this kernel: a new session id, the same "
             "memory.", NewArgs, fronts=(MAGIC,), magic="%agent new"),
 )

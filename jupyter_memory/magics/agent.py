@@ -427,6 +427,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             f"Log: {_log_file(session)}",
             f"Recording: {controller.status() if controller is not None else 'off'}",
             f"Auto-resume: {'on' if self.auto_resume else 'off'}",
+            f"Hooks: {_hooks_line(session)}",
         ]
         return "\n".join(lines)
 
@@ -705,3 +706,12 @@ class _TerminalView:
     def close(self) -> None:
         if not self.at_line_start:
             self._write("\n")
+
+
+def _hooks_line(session: Session) -> str:
+    """The lifecycle hooks the session loaded, each with the settings file it came from
+    (read once per session; a project's skipped as untrusted are under ``%context``)."""
+    from jupyter_memory.agent import lifecycle
+
+    hooks = lifecycle.command_hooks(session)
+    return ", ".join(f"{hook.event} ({hook.source} settings)" for hook in hooks) or "none"

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from jupyter_memory.context.pricing import CostReport
     from jupyter_memory.sessions.request_view import TurnCalls
 
-__all__ = ["cost_report", "explain_recall", "kernel_session", "model_calls"]
+__all__ = ["cost_report", "explain_recall", "kernel_session", "last_compaction",
+           "last_selection", "model_calls", "recall_budget"]
 
 
 def kernel_session() -> Session:
@@ -94,3 +95,58 @@ def explain_recall() -> list[dict[str, Any]]:
     from jupyter_memory.recall.explain import explain
 
     return explain(kernel_session())
+
+
+def last_selection(timeout: float = 60.0) -> dict[str, Any] | None:
+    """What the recall selector did for this session's latest turn, once it has finished:
+    ``status``, ``selector`` (``model`` or ``offline``), ``selected``, ``attached``, the
+    ``request`` it sent and the ``answer`` it got back (``None`` before the first prefetch).
+
+    The prefetch runs beside the answer and may end after it, so this waits up to
+    ``timeout`` seconds for it; a prefetch still running then is returned as it stands
+    (``status`` says so).
+
+    >>> selection = last_selection()
+    >>> selection["selected"]                                  # the files it chose
+    >>> selection["request"]["messages"][0]["content"][0]["text"]   # what it was shown
+    """
+    prefetch = kernel_session().last_prefetch
+    if prefetch is None:
+        return None
+    prefetch.wait(timeout)
+    selection: dict[str, Any] = prefetch.to_json()
+    return selection
+
+
+def last_compaction() -> dict[str, Any] | None:
+    """The record of this session's latest compaction, as ``%compact`` displayed it:
+    ``summary`` (the text the conversation now starts with), ``instructions``, ``method``,
+    ``pre_tokens``/``post_tokens``, and ``requests`` (each summary request's ``digest`` and
+    the model's whole ``answer``, scratchpad included). ``None`` before the first.
+
+    >>> record = last_compaction()
+    >>> print(record["requests"][-1]["answer"])     # the reply, <analysis> and all
+    """
+    results = kernel_session().compaction.results
+    if not results:
+        return None
+    record: dict[str, Any] = results[-1].to_json()
+    return record
+
+
+def recall_budget() -> dict[str, Any]:
+    """Where this session's recall budget stands: ``memories`` (the recalled memories the
+    conversation still holds), ``used`` (their bytes), ``limit`` (61,440: 60 KB) and
+    ``spent`` (whether ``used`` has reached it, so no new prefetch starts). The count is the
+    conversation's: a compaction, which drops the attachments, resets it.
+
+    >>> budget = recall_budget()
+    >>> f"{budget['used']:,} of {budget['limit']:,} bytes"
+    """
+    from jupyter_memory.recall.conversation import budget_used, recall_messages
+    from jupyter_memory.recall.limits import SESSION_BUDGET_BYTES
+
+    messages = kernel_session().messages
+    used = budget_used(messages)
+    return {"memories": len(recall_messages(messages)), "used": used,
+            "limit": SESSION_BUDGET_BYTES, "spent": used >= SESSION_BUDGET_BYTES}
