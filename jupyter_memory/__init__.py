@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from jupyter_memory.recall.grade import grade_recall
     from jupyter_memory.recall.offline import semantic_status
     from jupyter_memory.recall.public import read_memories, select_offline
+    from jupyter_memory.widgets.roots import on_page
 
 #: The public names for notebook cells, and the module each is imported from on first use.
 PUBLIC = {
@@ -42,6 +43,7 @@ PUBLIC = {
     "last_selection": "jupyter_memory.magics.public",
     "last_compaction": "jupyter_memory.magics.public",
     "recall_budget": "jupyter_memory.magics.public",
+    "on_page": "jupyter_memory.widgets.roots",
     "read_memories": "jupyter_memory.recall.public",
     "select_offline": "jupyter_memory.recall.public",
     "age_text": "jupyter_memory.memdir.freshness",
@@ -72,6 +74,7 @@ __all__ = [
     "memory_location",
     "memory_settings",
     "model_calls",
+    "on_page",
     "price_for",
     "read_memories",
     "recall_budget",

@@ -109,7 +109,8 @@ def current_display_roots() -> DisplayRoots | None:
 
 
 def on_page(text: str) -> str:
-    """Plain ``text`` as the page shows it."""
+    """Plain ``text`` as the page shows it: the session's folders named by role while
+    ``Agent.display_roots`` is on (public: a cell printing a request uses it too)."""
     roots = _current
     return text if roots is None else roots.shorten(text)
 
