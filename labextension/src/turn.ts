@@ -14,13 +14,7 @@ import { removeMath, renderHTML, replaceMath } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import {
-  ageText,
-  el,
-  formatTokens,
-  localTime,
-  prettyValue
-} from './format';
+import { ageText, el, formatTokens, localTime, prettyValue } from './format';
 import { CATEGORIES, UNKNOWN_CLASS } from './palette';
 import { classToken, cleanHtml } from './safe';
 import type { TurnRecord } from './turnrecord';
@@ -448,11 +442,7 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
       const tokens = asNumber(category.tokens) ?? 0;
       const name = asText(category.name) || 'other';
       const colour = categoryColour(name);
-      const segment = el(
-        'span',
-        `jp-MemoryTurn-segment ${colour.className}`
-      );
-      segment.dataset.category = name;
+      const segment = el('span', `jp-MemoryTurn-segment ${colour.className}`);
       segment.style.width = `${Math.max(0.3, (100 * tokens) / scale)}%`;
       segment.title = `${name}: ${tokens} tokens`;
       bar.append(segment);
