@@ -104,8 +104,8 @@ def _k(tokens: int) -> str:
 
 
 #: The narrowest bar a notebook draws (a 400 px window: the output area less its prompt,
-#: 252 px measured in JupyterLab 4), and the width of one label character: labels are sized for it, so
-#: none is cut or overlaps another at any width from there up.
+#: 252 px measured in JupyterLab 4), and the width of one label character: labels are
+#: sized for it, so none is cut or overlaps another at any width from there up.
 MIN_BAR_PX = 240
 _CHAR_PX = 6.6
 
