@@ -32,11 +32,11 @@ from jupyter_memory.widgets.safe import escape as esc
 from jupyter_memory.widgets.style import BORDER, FONT, FONT_MUTED, MONO, SURFACE
 
 __all__ = [
+    "MIN_BAR_PX",
     "STATIC_ITEM_BYTES",
     "STATIC_MAX_DECISIONS",
     "STATIC_MAX_ITEMS",
     "STATIC_MAX_MEMORIES",
-    "MIN_BAR_PX",
     "STATIC_PREVIEW_CHARS",
     "bar_html",
     "context_html",
