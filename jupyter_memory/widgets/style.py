@@ -32,7 +32,6 @@ __all__ = [
     "swatch",
     "swatch_class",
     "swatch_css",
-    "text_on",
 ]
 
 FONT = "var(--jp-ui-font-color1, #1f1f1f)"
@@ -95,13 +94,6 @@ TRACK_CLASS = "jm-bar-track"
 #: Pixels of track between two segments: two fills of one lightness (a category missing
 #: between them) stay apart.
 GAP_PX = 2
-
-
-def text_on(colour: str) -> str:
-    """Black or white, whichever reads on ``colour``."""
-    if not colour.startswith("#"):
-        return FONT
-    return palette.ink(colour)
 
 
 #: Threshold marker → (line style, words). Line styles differ, not only colours.
