@@ -127,13 +127,12 @@ def bar_html(state: ContextState) -> str:
     summary = "; ".join(f"{s.name} {s.tokens:,} tokens ({s.width:.1f}%)"
                         for s in state.bar_segments if s.tokens)
     segments = []
-    for seg in state.bar_segments:
-        if seg.tokens <= 0:
-            continue
+    drawn = [seg for seg in state.bar_segments if seg.tokens > 0]
+    for i, seg in enumerate(drawn):
         sw = style.swatch(seg.name)
         words = f"{seg.name} {_k(seg.tokens)}"
         label = words if _fits(words, seg.width) else sw.tag if _fits(sw.tag, seg.width) else ""
-        gap = "" if seg.name == "free" else f"margin-right:{style.GAP_PX}px;"
+        gap = style.gap_css(seg.name, last=i == len(drawn) - 1)
         segments.append(
             f"<div class='{style.swatch_class(seg.name)}' "
             f"title='{esc(seg.name)}: {seg.tokens:,} tokens ({seg.width:.1f}%)' "

@@ -29,6 +29,7 @@ __all__ = [
     "TRACK_CSS",
     "WARN",
     "Swatch",
+    "gap_css",
     "swatch",
     "swatch_class",
     "swatch_css",
@@ -94,6 +95,11 @@ TRACK_CLASS = "jm-bar-track"
 #: Pixels of track between two segments: two fills of one lightness (a category missing
 #: between them) stay apart.
 GAP_PX = 2
+
+
+def gap_css(name: str, *, last: bool) -> str:
+    """The gap after a segment: none after free space (it is the track) or the last one."""
+    return "" if last or name == "free" else f"margin-right:{GAP_PX}px;"
 
 
 #: Threshold marker → (line style, words). Line styles differ, not only colours.

@@ -104,13 +104,12 @@ def _bar_html(record: Mapping[str, Any]) -> str:
         return ""
     scale = max(window, sum(c["tokens"] for c in cats))
     segments, words = [], []
-    for c in bar_order(cats, lambda c: str(c.get("name"))):
+    drawn = [c for c in bar_order(cats, lambda c: str(c.get("name"))) if c["tokens"] > 0]
+    for i, c in enumerate(drawn):
         name, tokens = str(c.get("name")), int(c["tokens"])
-        if tokens <= 0:
-            continue
         width = 100.0 * tokens / scale
         words.append(f"{name} {tokens:,}")
-        gap = "" if name == "free" else f"margin-right:{style.GAP_PX}px;"
+        gap = style.gap_css(name, last=i == len(drawn) - 1)
         segments.append(f"<div class='{style.swatch_class(name)}' title='{escape(name)}' "
                         f"style='flex:0 1 {width:.1f}%;min-width:2px;{gap}"
                         f"{style.swatch_css(name)}'></div>")

@@ -460,7 +460,8 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
       const marker = el('span', 'jp-MemoryTurn-marker');
       marker.style.left = `${(100 * autocompact) / scale}%`;
       marker.title = `Auto-compaction at ${autocompact} tokens`;
-      bar.append(marker);
+      // First, so the last span of the bar is its last segment (no gap after it).
+      bar.prepend(marker);
     }
     section.append(bar, legend);
     return section;
