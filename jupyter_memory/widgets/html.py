@@ -150,9 +150,10 @@ def bar_html(state: ContextState) -> str:
         place = f"top:{offset}px;" if row % 2 == 0 else f"bottom:{offset}px;"
         align = {"centre": "center", "end": "right", "start": "left"}[anchor]
         marks.append(
-            f"<div title='{esc(marker.name)} at {marker.tokens:,} tokens: {esc(words)}' "
-            f"style='position:absolute;top:-5px;bottom:-5px;left:{marker.position:.3f}%;"
-            f"border-left:{line} {FONT};'></div>"
+            # A plain colour (a sanitiser drops var()); the class gives the theme's.
+            f"<div class='jm-level-line' title='{esc(marker.name)} at {marker.tokens:,} "
+            f"tokens: {esc(words)}' style='position:absolute;top:-5px;bottom:-5px;"
+            f"left:{marker.position:.3f}%;border-left:{line} {_LINE}'></div>"
             f"<div class='jm-level-label' style='position:absolute;{place}left:{left:.3f}%;"
             f"width:{width:.3f}%;text-align:{align}'>"
             f"{esc(_marker_label(marker))}</div>"
@@ -174,6 +175,8 @@ def bar_html(state: ContextState) -> str:
     )
 
 
+#: The level lines' colour where no theme applies (the light theme's text colour).
+_LINE = "#1f1f1f"
 #: Height of one row of level labels around the bar.
 _LABEL_ROW_PX = 14
 #: Height of the bar with its border: where the rows of labels start.
