@@ -27,7 +27,7 @@ def _fills(theme: str) -> dict[str, str]:
 
 def test_the_lab_copy_is_generated_from_the_python_palette():
     assert (LAB / "src" / "palette.ts").read_text(encoding="utf-8") == palette.palette_ts(), (
-        "labextension/src/palette.ts is stale: run python -m jupyter_memory.widgets.palette")
+        "labextension/src/palette.ts is stale: run python scripts/palette_lab.py")
     assert (LAB / "style" / "palette.css").read_text(encoding="utf-8") == palette.palette_css()
     assert "palette.css" in (LAB / "style" / "index.css").read_text(encoding="utf-8")
     assert "palette.css" in (LAB / "style" / "index.js").read_text(encoding="utf-8")
