@@ -33,17 +33,26 @@ class BudgetGauges(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
         self.bars: dict[str, widgets.FloatProgress] = {}
         rows: list[widgets.Widget] = [widgets.HTML("<b>Budgets</b>")]
         for g in self.gauges:
+            # A row wraps rather than cuts: label, bar and numbers each have a minimum
+            # width and grow to share the line, and a narrow output stacks them.
             bar = widgets.FloatProgress(
                 value=min(100.0, 100.0 * g.fraction), min=0.0, max=100.0,
-                bar_style=_BAR_STYLE[g.level], layout=widgets.Layout(width="220px"),
+                bar_style=_BAR_STYLE[g.level],
+                layout=widgets.Layout(flex="1 1 140px", min_width="120px", max_width="260px",
+                                      width="auto"),
             )
             self.bars[g.key] = bar
             words = widgets.HTML(
-                f"{g.value:,} / {g.limit:,} {esc(g.unit)} ({100 * g.fraction:.1f}%)"
-                f"{_WORDS[g.level]}" + (f" <i>{esc(g.note)}</i>" if g.note else "")
+                f"<span class='jm-gauge-words'>{g.value:,} / {g.limit:,} {esc(g.unit)} "
+                f"({100 * g.fraction:.1f}%){_WORDS[g.level]}"
+                + (f" <i>{esc(g.note)}</i>" if g.note else "") + "</span>",
+                layout=widgets.Layout(flex="1 1 14em", min_width="10em", width="auto"),
             )
-            label = widgets.Label(g.label, layout=widgets.Layout(width="290px"))
-            rows.append(widgets.HBox([label, bar, words]))
+            label = widgets.HTML(
+                f"<span class='jm-gauge-label'>{esc(g.label)}</span>",
+                layout=widgets.Layout(flex="0 1 18em", min_width="10em", width="auto"))
+            rows.append(widgets.HBox([label, bar, words], layout=widgets.Layout(
+                flex_flow="row wrap", align_items="center", grid_gap="2px 8px")))
         self.children = rows
 
     @classmethod

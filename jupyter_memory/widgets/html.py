@@ -32,6 +32,7 @@ from jupyter_memory.widgets.safe import escape as esc
 from jupyter_memory.widgets.style import BORDER, FONT, FONT_MUTED, MONO, SURFACE
 
 __all__ = [
+    "MIN_BAR_PX",
     "STATIC_ITEM_BYTES",
     "STATIC_MAX_DECISIONS",
     "STATIC_MAX_ITEMS",
@@ -102,36 +103,41 @@ def _k(tokens: int) -> str:
 # --------------------------------------------------------------------------- context
 
 
-def _label(text: str, sw: style.Swatch) -> str:
-    """A segment's label on a plain patch of its colour, so a pattern never hides it."""
-    if not text:
-        return ""
-    if not sw.pattern:
-        return esc(text)
-    return f"<span style='background-color:{sw.colour};padding:0 3px'>{esc(text)}</span>"
+#: The narrowest bar a notebook draws (a 400 px window: the output area less its prompt,
+#: 252 px measured in JupyterLab 4), and the width of one label character: labels are
+#: sized for it, so none is cut or overlaps another at any width from there up.
+MIN_BAR_PX = 240
+_CHAR_PX = 6.6
+
+
+def _fits(text: str, percent: float) -> bool:
+    """Whether ``text`` (11 px, 3 px padding each side) fits in ``percent`` of the
+    narrowest bar."""
+    return len(text) * _CHAR_PX + 6 <= percent * MIN_BAR_PX / 100
 
 
 def bar_html(state: ContextState) -> str:
-    """The window as one bar split by category, with the three threshold markers."""
+    """The window as one bar split by category, with the three threshold markers.
+
+    Used categories, then free space, then the autocompact buffer (the window's end from
+    the autocompact level on). Segments are drawn in plain colours (sanitisers drop CSS
+    variables) with a class that gives them the theme's fill in JupyterLab, and a gap of
+    track between them.
+    """
     summary = "; ".join(f"{s.name} {s.tokens:,} tokens ({s.width:.1f}%)"
                         for s in state.bar_segments if s.tokens)
     segments = []
-    for seg in state.bar_segments:
-        if seg.tokens <= 0:
-            continue
+    drawn = [seg for seg in state.bar_segments if seg.tokens > 0]
+    for i, seg in enumerate(drawn):
         sw = style.swatch(seg.name)
-        ink = style.text_on(sw.colour)
-        if seg.width >= 14:
-            label = f"{seg.name} {_k(seg.tokens)}"
-        elif seg.width >= 2.5:
-            label = sw.tag
-        else:
-            label = ""
+        words = f"{seg.name} {_k(seg.tokens)}"
+        label = words if _fits(words, seg.width) else sw.tag if _fits(sw.tag, seg.width) else ""
+        gap = style.gap_css(seg.name, last=i == len(drawn) - 1)
         segments.append(
-            f"<div title='{esc(seg.name)}: {seg.tokens:,} tokens ({seg.width:.1f}%)' "
-            f"style='flex:0 1 {seg.width:.3f}%;min-width:3px;{style.swatch_css(seg.name)}"
-            f"color:{ink};overflow:hidden;border-right:1px solid {BORDER}'>"
-            f"{_label(label, sw)}</div>"
+            f"<div class='{style.swatch_class(seg.name)}' "
+            f"title='{esc(seg.name)}: {seg.tokens:,} tokens ({seg.width:.1f}%)' "
+            f"style='flex:0 1 {seg.width:.3f}%;min-width:3px;{gap}{style.swatch_css(seg.name)}"
+            f"overflow:hidden'>{esc(label)}</div>"
         )
     marks = []
     placed = _place_marker_labels(state)
@@ -144,11 +150,12 @@ def bar_html(state: ContextState) -> str:
         place = f"top:{offset}px;" if row % 2 == 0 else f"bottom:{offset}px;"
         align = {"centre": "center", "end": "right", "start": "left"}[anchor]
         marks.append(
-            f"<div title='{esc(marker.name)} at {marker.tokens:,} tokens: {esc(words)}' "
-            f"style='position:absolute;top:-5px;bottom:-5px;left:{marker.position:.3f}%;"
-            f"border-left:{line} {FONT};'></div>"
-            f"<div style='position:absolute;{place}left:{left:.3f}%;width:{width:.3f}%;"
-            f"text-align:{align}'>"
+            # A plain colour (a sanitiser drops var()); the class gives the theme's.
+            f"<div class='jm-level-line' title='{esc(marker.name)} at {marker.tokens:,} "
+            f"tokens: {esc(words)}' style='position:absolute;top:-5px;bottom:-5px;"
+            f"left:{marker.position:.3f}%;border-left:{line} {_LINE}'></div>"
+            f"<div class='jm-level-label' style='position:absolute;{place}left:{left:.3f}%;"
+            f"width:{width:.3f}%;text-align:{align}'>"
             f"{esc(_marker_label(marker))}</div>"
         )
     below = sum(1 for row, *_ in placed if row % 2 == 0)
@@ -160,20 +167,22 @@ def bar_html(state: ContextState) -> str:
     return (
         f"<div role='img' aria-label='{esc('Context window: ' + summary)}' "
         f"style='position:relative;margin:{top}px 0 {bottom}px 0;'>"
-        f"<div style='display:flex;height:22px;border:1px solid {BORDER};border-radius:3px;"
-        f"overflow:hidden;background:{SURFACE};font-size:11px;line-height:22px;"
+        f"<div class='{style.TRACK_CLASS}' style='display:flex;height:22px;{style.TRACK_CSS}"
+        f"border-radius:3px;overflow:hidden;font-size:11px;line-height:22px;"
         f"text-align:center;white-space:nowrap;'>{''.join(segments)}</div>"
         f"<div style='font-size:10px;line-height:{_LABEL_ROW_PX}px;white-space:nowrap;{_MUTED}'>"
         f"{''.join(marks)}</div></div>"
     )
 
 
+#: The level lines' colour where no theme applies (the light theme's text colour).
+_LINE = "#1f1f1f"
 #: Height of one row of level labels around the bar.
 _LABEL_ROW_PX = 14
 #: Height of the bar with its border: where the rows of labels start.
 _BAR_PX = 24
-#: Width of one label character as a share of the bar, generous for a narrow notebook.
-_LABEL_CHAR_PERCENT = 1.0
+#: Width of one level-label character (10 px) as a share of the narrowest bar.
+_LABEL_CHAR_PERCENT = 100 * 6.2 / MIN_BAR_PX
 
 
 def _marker_label(marker: Marker) -> str:
@@ -216,8 +225,12 @@ def legend_html(state: ContextState) -> str:
     for cat in state.categories:
         sw = style.swatch(cat.name)
         # A swatch only for what the bar draws (an empty category has no segment to match).
-        box = (f"<span style='padding:0 7px;border:1px solid {BORDER};"
-               f"{style.swatch_css(cat.name)}'></span>" if cat.tokens else "")
+        # The swatch sits on a patch of the bar's track inside its outline, as in the
+        # bar, so it reads on a white page and a dark one.
+        box = (f"<span class='{style.TRACK_CLASS}' style='display:inline-block;padding:2px;"
+               f"{style.TRACK_CSS}'><span class='{style.swatch_class(cat.name)}' "
+               f"style='display:inline-block;width:14px;height:8px;"
+               f"{style.swatch_css(cat.name)}'></span></span>" if cat.tokens else "")
         rows.append(
             f"<tr><td>{box} {esc(sw.tag)}</td><td>{esc(cat.name)}</td>"
             f"<td align='right'>{cat.tokens:,}</td><td align='right'>{cat.percent:.1f}%</td></tr>"

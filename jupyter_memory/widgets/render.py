@@ -10,6 +10,7 @@ output is trusted) finds no markup that this package did not write.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from jupyter_memory.agent.loop import TURN_MIME
@@ -106,15 +107,22 @@ def usage_text(usage: dict[str, Any]) -> str:
             f"{written:,} cache write) · {int(usage.get('output_tokens') or 0):,} out")
 
 
+def usage_words(record: Mapping[str, Any]) -> str:
+    """The turn's usage as :func:`usage_text` words it, marked when the local fake server
+    made the numbers up (every footer of a turn says so)."""
+    simulated = any(row.get("simulated") for row in record.get("cost") or []
+                    if isinstance(row, Mapping) and row.get("kind") == "main")
+    return (usage_text(dict(record.get("usage") or {}))
+            + (" (simulated: the local server)" if simulated else ""))
+
+
 def _footer(record: dict[str, Any]) -> str:
     """The footer line as plain text: turn, model, tokens, context, memories saved."""
     usage = record.get("usage") or {}
     ctx = record.get("context") or {}
     bits = [f"turn {record.get('turn', '?')}", record.get("model", "")]
     if usage:
-        simulated = any(row.get("simulated") for row in record.get("cost") or []
-                        if isinstance(row, dict) and row.get("kind") == "main")
-        bits.append(usage_text(usage) + (" (simulated: the local server)" if simulated else ""))
+        bits.append(usage_words(record))
     if ctx.get("window"):
         bits.append(f"context {ctx.get('used', 0):,} / {ctx['window']:,}")
     written = record.get("memories_written") or []

@@ -1,16 +1,18 @@
 """Colours, patterns and theme-aware CSS shared by the widgets and their HTML fallbacks.
 
-Each category of the context bar differs from its neighbours in three ways, so it reads
-without colour vision and in a grayscale print: its fill gets lighter along the bar
-(lightness rises by at least 8 L* from one category to the next), most fills carry a
-pattern, and every segment is named in the legend. Text and borders use JupyterLab's
-``--jp-*`` CSS variables with light-theme fallbacks, so the same HTML reads in light and
-dark themes and outside JupyterLab.
+The context bar's fills come from :mod:`jupyter_memory.widgets.palette` (one colour per
+category, the lab's copy generated from it). A category differs from its neighbours in
+lightness (dark and light fills alternate, at least 3:1), by a track-coloured gap, and by
+its name in the legend, so it reads without colour vision and in grayscale print. Text and
+borders use JupyterLab's ``--jp-*`` CSS variables with light-theme fallbacks, so the same
+HTML reads in light and dark themes and outside JupyterLab.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from jupyter_memory.widgets import palette
 
 __all__ = [
     "BORDER",
@@ -18,16 +20,19 @@ __all__ = [
     "ERROR",
     "FONT",
     "FONT_MUTED",
+    "GAP_PX",
     "LEVEL_STYLES",
     "MONO",
     "PALETTE",
     "SURFACE",
+    "TRACK_CLASS",
+    "TRACK_CSS",
     "WARN",
     "Swatch",
-    "lightness",
+    "gap_css",
     "swatch",
+    "swatch_class",
     "swatch_css",
-    "text_on",
 ]
 
 FONT = "var(--jp-ui-font-color1, #1f1f1f)"
@@ -41,7 +46,8 @@ ERROR = "var(--jp-error-color1, #b3261e)"
 
 @dataclass(frozen=True)
 class Swatch:
-    """How one category is drawn: a fill, an optional pattern over it, a short tag."""
+    """How one category is drawn in a static copy: its fill (the light theme's), an
+    optional pattern over it, its one-letter tag and its colour in words."""
 
     colour: str
     pattern: str
@@ -50,32 +56,14 @@ class Swatch:
     description: str
 
 
-_STRIPES = "repeating-linear-gradient({angle}deg, {ink} 0 {w}px, transparent {w}px {gap}px)"
+def _swatch(cat: palette.CategoryColour) -> Swatch:
+    pattern = palette.HATCH if cat.name == "autocompact buffer" else ""
+    return Swatch(cat.light, pattern, "", cat.tag, cat.words)
 
 
-def _stripes(angle: int, ink: str, width: int, gap: int) -> str:
-    return _STRIPES.format(angle=angle, ink=ink, w=width, gap=gap)
-
-
-#: Category → swatch, in bar order; fills get lighter from left to right.
-PALETTE: dict[str, Swatch] = {
-    "system": Swatch("#1b2f4b", "", "", "S", "solid dark blue"),
-    "tools": Swatch("#2a5384", _stripes(45, "rgba(255,255,255,.30)", 2, 6), "",
-                    "T", "blue, diagonal stripes"),
-    "instructions": Swatch("#8a4ea1", "radial-gradient(rgba(255,255,255,.55) 1px, "
-                           "transparent 1.6px)", "5px 5px", "I", "purple, dots"),
-    "index": Swatch("#dd6a2a", _stripes(90, "rgba(0,0,0,.28)", 1, 5), "",
-                    "X", "orange, vertical stripes"),
-    "memories": Swatch("#e3a92a", _stripes(45, "rgba(0,0,0,.25)", 1, 5) + ", "
-                       + _stripes(-45, "rgba(0,0,0,.25)", 1, 5), "",
-                       "M", "amber, cross-hatched"),
-    "messages": Swatch("#a3dfba", _stripes(0, "rgba(0,0,0,.18)", 1, 4), "",
-                       "C", "pale green, horizontal lines"),
-    "autocompact buffer": Swatch("#d0d0d0", _stripes(-45, "rgba(0,0,0,.38)", 2, 7), "",
-                                 "B", "grey, wide hatching"),
-    "free": Swatch("transparent", "", "", "", "empty"),
-}
-_FALLBACK = Swatch("#777777", _stripes(30, "rgba(255,255,255,.4)", 1, 3), "", "?", "grey")
+#: Category → swatch, in bar order (:mod:`jupyter_memory.widgets.palette` holds the colours).
+PALETTE: dict[str, Swatch] = {cat.name: _swatch(cat) for cat in palette.CATEGORIES}
+_FALLBACK = _swatch(palette.UNKNOWN)
 
 
 def swatch(name: str) -> Swatch:
@@ -83,11 +71,10 @@ def swatch(name: str) -> Swatch:
 
 
 def swatch_css(name: str) -> str:
-    """Inline CSS drawing the fill of category ``name`` (the free space shows the page)."""
+    """Inline CSS drawing the fill of category ``name`` in a static copy: plain ``#rrggbb``
+    (sanitisers drop ``var()``), with the text colour that reads on it."""
     sw = swatch(name)
-    if name == "free":
-        return f"background-color:{SURFACE};"
-    css = f"background-color:{sw.colour};"
+    css = f"background-color:{sw.colour};color:{palette.ink(sw.colour)};"
     if sw.pattern:
         css += f"background-image:{sw.pattern};"
     if sw.pattern_size:
@@ -95,23 +82,24 @@ def swatch_css(name: str) -> str:
     return css
 
 
-def lightness(colour: str) -> float:
-    """CIE L* (0 black … 100 white) of a ``#rrggbb`` colour: its grey level in print."""
-    value = colour.lstrip("#")
-    r, g, b = (int(value[i : i + 2], 16) / 255 for i in (0, 2, 4))
-
-    def linear(c: float) -> float:
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-    y = 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
-    return 116 * y ** (1 / 3) - 16 if y > 0.008856 else 903.3 * y
+def swatch_class(name: str) -> str:
+    """The class that gives category ``name`` its theme's fill where the lab's styles load."""
+    return palette.category_class(name)
 
 
-def text_on(colour: str) -> str:
-    """Black or white, whichever reads on ``colour``."""
-    if not colour.startswith("#"):
-        return FONT
-    return "#ffffff" if lightness(colour) < 55 else "#111111"
+#: Inline CSS of the bar's track (free space and the gaps between segments) and outline
+#: in a static copy; :data:`TRACK_CLASS` gives them the theme's colours in JupyterLab.
+TRACK_CSS = (f"background-color:{palette.TRACK['light']};"
+             f"border:1px solid {palette.OUTLINE['light']};")
+TRACK_CLASS = "jm-bar-track"
+#: Pixels of track between two segments: two fills of one lightness (a category missing
+#: between them) stay apart.
+GAP_PX = 2
+
+
+def gap_css(name: str, *, last: bool) -> str:
+    """The gap after a segment: none after free space (it is the track) or the last one."""
+    return "" if last or name == "free" else f"margin-right:{GAP_PX}px;"
 
 
 #: Threshold marker → (line style, words). Line styles differ, not only colours.

@@ -104,13 +104,14 @@ def _bar_html(record: Mapping[str, Any]) -> str:
         return ""
     scale = max(window, sum(c["tokens"] for c in cats))
     segments, words = [], []
-    for c in bar_order(cats, lambda c: str(c.get("name"))):
+    drawn = [c for c in bar_order(cats, lambda c: str(c.get("name"))) if c["tokens"] > 0]
+    for i, c in enumerate(drawn):
         name, tokens = str(c.get("name")), int(c["tokens"])
-        if tokens <= 0:
-            continue
         width = 100.0 * tokens / scale
         words.append(f"{name} {tokens:,}")
-        segments.append(f"<div style='flex:0 1 {width:.1f}%;min-width:2px;"
+        gap = style.gap_css(name, last=i == len(drawn) - 1)
+        segments.append(f"<div class='{style.swatch_class(name)}' title='{escape(name)}' "
+                        f"style='flex:0 1 {width:.1f}%;min-width:2px;{gap}"
                         f"{style.swatch_css(name)}'></div>")
     used = int(ctx.get("used") or 0)
     autocompact = (ctx.get("thresholds") or {}).get("autocompact")
@@ -119,8 +120,8 @@ def _bar_html(record: Mapping[str, Any]) -> str:
     summary = (f"Context: {used:,} of {window:,} tokens used ({100.0 * used / window:.1f}%) · "
                + " · ".join(words) + buffer)
     return (f"<div style='{_SMALL}'>{escape(summary)}</div>"
-            f"<div aria-hidden='true' style='display:flex;height:12px;"
-            f"border:1px solid {style.BORDER};margin:2px 0'>{''.join(segments)}</div>")
+            f"<div aria-hidden='true' class='{style.TRACK_CLASS}' style='display:flex;"
+            f"height:12px;{style.TRACK_CSS}margin:2px 0'>{''.join(segments)}</div>")
 
 
 def _call_numbers(record: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> list[int]:

@@ -22,7 +22,7 @@ from jupyter_memory.widgets import style
 from jupyter_memory.widgets._base import fallback_bundle
 from jupyter_memory.widgets.data import TurnMemories, turn_memories
 from jupyter_memory.widgets.html import turn_html, turn_memories_html, turn_text
-from jupyter_memory.widgets.render import usage_text
+from jupyter_memory.widgets.render import usage_words
 from jupyter_memory.widgets.safe import escape as esc
 from jupyter_memory.widgets.safe import markdown_html
 
@@ -36,7 +36,7 @@ def _footer(record: Mapping[str, Any]) -> str:
     ctx = record.get("context") or {}
     bits = [f"turn {record.get('turn', '?')}", str(record.get("model") or "")]
     if usage:
-        bits.append(usage_text(dict(usage)))
+        bits.append(usage_words(record))
     if ctx.get("window"):
         bits.append(f"context {ctx.get('used', 0):,} / {ctx['window']:,}")
     return " · ".join(b for b in bits if b)

@@ -33,6 +33,21 @@ export function ageText(days: number | null | undefined): string {
   return `${Math.floor(days)} days ago`;
 }
 
+/**
+ * A record's UTC ISO time as a local, readable one ("1 Dec 2026, 21:50");
+ * text that is not a time is returned as it is.
+ */
+export function localTime(iso: string, locale?: string): string {
+  const date = new Date(iso);
+  if (!iso || isNaN(date.getTime())) {
+    return iso;
+  }
+  return date.toLocaleString(locale, {
+    dateStyle: 'medium',
+    timeStyle: 'short'
+  });
+}
+
 /** Group memories by type: known types first in their fixed order, then the rest. */
 export function groupByType(memories: IMemory[]): Array<[string, IMemory[]]> {
   const groups = new Map<string, IMemory[]>();

@@ -14,7 +14,8 @@ import { removeMath, renderHTML, replaceMath } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import { ageText, el, formatTokens, prettyValue } from './format';
+import { ageText, el, formatTokens, localTime, prettyValue } from './format';
+import { CATEGORIES, UNKNOWN_CLASS } from './palette';
 import { classToken, cleanHtml } from './safe';
 import type { TurnRecord } from './turnrecord';
 import {
@@ -52,6 +53,38 @@ function asText(value: unknown): string {
 
 function asNumber(value: unknown): number | null {
   return typeof value === 'number' && isFinite(value) ? value : null;
+}
+
+/** Free space and the autocompact buffer: drawn after what the request holds. */
+const BAR_TAIL = ['free', 'autocompact buffer'];
+
+/** A category's colour class and tag (palette.ts, generated from the Python palette). */
+export function categoryColour(name: string): {
+  className: string;
+  tag: string;
+} {
+  const known = CATEGORIES.find(c => c.name === name);
+  return known
+    ? { className: known.className, tag: known.tag }
+    : { className: UNKNOWN_CLASS, tag: '?' };
+}
+
+/** The bar's order: used categories in the palette's order (unknown ones after
+ * them), then free space, then the autocompact buffer. */
+export function barOrder<T extends { name?: unknown }>(categories: T[]): T[] {
+  const rank = (c: T): number => {
+    const name = typeof c.name === 'string' ? c.name : '';
+    const tail = BAR_TAIL.indexOf(name);
+    if (tail >= 0) {
+      return 1000 + tail;
+    }
+    const known = CATEGORIES.findIndex(k => k.name === name);
+    return known >= 0 ? known : 500;
+  };
+  return categories
+    .map((c, i) => [c, i] as [T, number])
+    .sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1])
+    .map(([c]) => c);
 }
 
 /** Text of a tool result, which may be a string or a list of content blocks. */
@@ -131,14 +164,20 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
       const read = asNumber(usage.cache_read_input_tokens) ?? 0;
       const written = asNumber(usage.cache_creation_input_tokens) ?? 0;
       const total = (input ?? 0) + read + written;
+      // The footer of the static copy says so too: numbers from the local server
+      // are made up, not what a model would bill.
+      const simulated = asArray(record.cost).some(
+        row => row.kind === 'main' && row.simulated
+      );
       bits.push(
         `${formatTokens(total)} in (${formatTokens(input ?? 0)} uncached · ` +
           `${formatTokens(read)} cache read · ${formatTokens(written)} cache write) · ` +
-          `${formatTokens(output ?? 0)} out`
+          `${formatTokens(output ?? 0)} out` +
+          (simulated ? ' (simulated: the local server)' : '')
       );
     }
     if (record.ended || record.started) {
-      bits.push(asText(record.ended || record.started));
+      bits.push(localTime(asText(record.ended || record.started)));
     }
     header.textContent = bits.length ? bits.join(' · ') : 'Agent turn';
     const status = asText(record.status);
@@ -357,9 +396,12 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     return details;
   }
 
+  /** The context bar as `%context` draws it: the used categories, then free
+   * space, then the autocompact buffer (the window's end from the autocompact
+   * level on), each category in its one colour (palette.ts). */
   private _context(context: Json): HTMLElement | null {
-    const categories = asArray(context.categories).filter(
-      c => (asNumber(c.tokens) ?? 0) > 0
+    const categories = barOrder(
+      asArray(context.categories).filter(c => (asNumber(c.tokens) ?? 0) > 0)
     );
     const windowSize = asNumber(context.window);
     if (categories.length === 0 || !windowSize) {
@@ -367,7 +409,13 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     }
     const used =
       asNumber(context.used) ??
-      categories.reduce((n, c) => n + (asNumber(c.tokens) ?? 0), 0);
+      categories
+        .filter(c => !BAR_TAIL.includes(asText(c.name)))
+        .reduce((n, c) => n + (asNumber(c.tokens) ?? 0), 0);
+    const scale = Math.max(
+      windowSize,
+      categories.reduce((n, c) => n + (asNumber(c.tokens) ?? 0), 0)
+    );
     const section = el('div', 'jp-MemoryTurn-section jp-MemoryTurn-context');
     const percent = Math.min(100, (100 * used) / windowSize);
     section.append(
@@ -377,7 +425,7 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
         `Context: ${formatTokens(used)} of ${formatTokens(windowSize)} tokens (${percent.toFixed(1)}%)`
       )
     );
-    const bar = el('div', 'jp-MemoryTurn-bar');
+    const bar = el('div', 'jp-MemoryTurn-bar jm-bar-track');
     bar.setAttribute('role', 'img');
     bar.setAttribute(
       'aria-label',
@@ -390,30 +438,30 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
         `; ${formatTokens(windowSize)} token window`
     );
     const legend = el('ul', 'jp-MemoryTurn-legend');
-    categories.forEach((category, i) => {
+    for (const category of categories) {
       const tokens = asNumber(category.tokens) ?? 0;
       const name = asText(category.name) || 'other';
-      const segment = el(
-        'span',
-        `jp-MemoryTurn-segment jp-MemoryTurn-color${i % 6}`
-      );
-      segment.style.width = `${Math.max(0.3, (100 * tokens) / windowSize)}%`;
+      const colour = categoryColour(name);
+      const segment = el('span', `jp-MemoryTurn-segment ${colour.className}`);
+      segment.style.width = `${Math.max(0.3, (100 * tokens) / scale)}%`;
       segment.title = `${name}: ${tokens} tokens`;
       bar.append(segment);
       const item = el('li', 'jp-MemoryTurn-legendItem');
-      item.append(
-        el('span', `jp-MemoryTurn-swatch jp-MemoryTurn-color${i % 6}`),
-        el('span', '', `${name} ${formatTokens(tokens)}`)
+      const swatch = el('span', 'jp-MemoryTurn-swatchTrack jm-bar-track');
+      swatch.append(
+        el('span', `jp-MemoryTurn-swatch ${colour.className}`, colour.tag)
       );
+      item.append(swatch, el('span', '', `${name} ${formatTokens(tokens)}`));
       legend.append(item);
-    });
+    }
     const thresholds = asObject(context.thresholds);
     const autocompact = asNumber(thresholds.autocompact);
     if (autocompact !== null && autocompact < windowSize) {
       const marker = el('span', 'jp-MemoryTurn-marker');
-      marker.style.left = `${(100 * autocompact) / windowSize}%`;
+      marker.style.left = `${(100 * autocompact) / scale}%`;
       marker.title = `Auto-compaction at ${autocompact} tokens`;
-      bar.append(marker);
+      // First, so the last span of the bar is its last segment (no gap after it).
+      bar.prepend(marker);
     }
     section.append(bar, legend);
     return section;

@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import time
-from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -39,7 +38,6 @@ from jupyter_memory.widgets.html import (
     memories_html,
     turn_html,
 )
-from jupyter_memory.widgets.style import PALETTE, lightness
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 VIEW_MIME = "application/vnd.jupyter-memory.view+json"
@@ -550,15 +548,6 @@ def test_turn_view_shows_recall_and_survives_a_failing_undo():
 
 
 # --------------------------------------------------------------------------- style, layers
-
-
-def test_palette_reads_in_grayscale():
-    solid = ["system", "tools", "instructions", "index", "memories", "messages"]
-    levels = [lightness(PALETTE[name].colour) for name in solid]
-    assert all(b - a >= 8 for a, b in pairwise(levels))
-    patterns = [PALETTE[name].pattern for name in [*solid, "autocompact buffer"]]
-    assert len(set(patterns)) == len(patterns)  # no two categories share a pattern
-    assert len({PALETTE[name].tag for name in solid}) == len(solid)
 
 
 def test_core_never_imports_widgets():
