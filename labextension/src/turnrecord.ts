@@ -314,7 +314,14 @@ export interface CallEntry {
    * The call's position among every model call of the session, from 1.
    */
   number: number;
-  kind: 'main' | 'delegated' | 'selector' | 'extraction' | 'remember' | 'summary' | 'notes';
+  kind:
+    | 'main'
+    | 'delegated'
+    | 'selector'
+    | 'extraction'
+    | 'remember'
+    | 'summary'
+    | 'notes';
   /**
    * The defined agent that made the call, or null.
    */
