@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.agent.session import AgentConfig, Session
-from jupyter_memory.widgets.roots import DisplayRoots, current_display_roots, use_display_roots
+from jupyter_memory.widgets.roots import (
+    DisplayRoots,
+    current_display_roots,
+    on_page,
+    use_display_roots,
+)
 
 _STATES: dict[int, KernelState] = {}
 
@@ -73,9 +78,10 @@ def session_for(shell: Any, config: AgentConfig) -> Session:
     if st.session is None:
         folder, notebook = notebook_folder(shell)
         st.session = Session(folder, config=config, notebook=notebook)
+        _name_roots(st.session)  # before the notices, which name its folders
         notices = st.session.trust_notices()
         for notice in notices:
-            print(notice, file=sys.stderr)
+            print(on_page(notice), file=sys.stderr)
         if notices:
             # Sent now, so they come before what the cell prints next whatever the timing
             # (stdout and stderr are separate streams, each flushed on its own clock).
