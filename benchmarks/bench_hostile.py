@@ -40,6 +40,7 @@ from jupyter_memory.agent.remember import find_relative_dates
 from jupyter_memory.commands.transcript import question_text
 from jupyter_memory.context.instructions import (
     MAX_FILE_BYTES,
+    MAX_PATH_CHARS,
     InstructionFile,
     InstructionSet,
     compact_instructions,
@@ -180,7 +181,15 @@ def _rule_header(size: int, _tmp: Path) -> Prepared:
 def _glob(size: int, _tmp: Path) -> Prepared:
     pattern = "*a" * 12 + "b"
     path = "a" * size
-    return lambda: _nothing(match_glob(pattern, path))
+
+    def run() -> str | None:
+        match_glob(pattern, path)
+        if len(path) > MAX_PATH_CHARS:
+            return (f"a path of {len(path):,} characters matches no rule: longer than "
+                    f"{MAX_PATH_CHARS:,} (PATH_MAX)")
+        return None
+
+    return run
 
 
 # --------------------------------------------------------------------------- memdir

@@ -31,6 +31,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_IMPORTS_PER_FILE",
     "MAX_IMPORT_DEPTH",
+    "MAX_PATH_CHARS",
     "SCOPES",
     "WARN_CHARS",
     "InstructionFile",
@@ -45,6 +46,9 @@ __all__ = [
 
 SCOPES = ("managed", "user", "project", "local", "rule")
 MAX_IMPORT_DEPTH = 4  # hops: the file itself is depth 0, its imports 1, ... up to 4
+MAX_PATH_CHARS = 4096
+"""The longest path a ``paths:`` glob is matched against: Linux's ``PATH_MAX`` (macOS
+allows 1,024). Rules match the files the agent reads, whose paths the OS already bounds."""
 MAX_IMPORTS_PER_FILE = 500
 """Distinct ``@`` imports followed from one file; the rest are named in one note. A file
 with hundreds of thousands of imports of missing files otherwise costs a file-system look-up
@@ -768,8 +772,11 @@ def match_glob(pattern: str, relpath: str) -> bool:
     ``*`` and ``?`` stay inside one folder, ``**/`` spans zero or more folders, a
     pattern without ``/`` matches the name at any depth, and a pattern that names a
     folder matches everything inside it (as in ``.gitignore``). Time is linear in the
-    path whatever the pattern (:class:`~jupyter_memory.memdir.globs.Glob`).
+    path whatever the pattern (:class:`~jupyter_memory.memdir.globs.Glob`); a path longer
+    than :data:`MAX_PATH_CHARS`, which no file system gives, matches nothing.
     """
+    if len(relpath) > MAX_PATH_CHARS:
+        return False
     return _glob(pattern).match(relpath)
 
 

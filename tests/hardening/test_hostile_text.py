@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from jupyter_memory.commands.transcript import question_text
 from jupyter_memory.context.instructions import (
     MAX_IMPORTS_PER_FILE,
+    MAX_PATH_CHARS,
     InstructionFile,
     InstructionSet,
     compact_instructions,
@@ -192,6 +193,13 @@ def test_glob_of_many_stars_on_a_near_miss() -> None:
     assert match_glob("*a" * 12 + "b", "a" * 300) is False
     assert match_glob("*a" * 12 + "b", "a" * 300 + "b") is True
     assert match_glob("src/**/*_test*.py", "src/x/y/io_test_util.py") is True
+
+
+def test_a_path_longer_than_any_file_system_gives_matches_no_rule() -> None:
+    longest = "d/" * ((MAX_PATH_CHARS - 4) // 2) + "x.py"
+    assert len(longest) <= MAX_PATH_CHARS and match_glob("**/*.py", longest) is True
+    assert match_glob("**/*.py", "d/" + longest) is False
+    assert match_glob("*a" * 12 + "b", "a" * 1_000_000 + "b") is False
 
 
 # --------------------------------------------------------------------------- transcripts
