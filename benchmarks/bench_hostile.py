@@ -11,10 +11,10 @@ that size (50 KB and 5 MB; ``--quick``: 10 KB and 1 MB), on CPU time from cold c
 small run follows a write over 64 MB; the large input never fits in the caches): the best
 of several runs at the small size, and at the large size the best of up to three runs in
 a fresh process, fewer when a run is long. A case past the goal is measured twice more
-and judged on its best times, so one noisy run on a shared machine does not fail it. Goal:
+and judged on its best times (in CI, past the floor), so one noisy run does not fail it. Goal:
 the large one takes at most 120 times the small one, or is refused by a documented cap with
-a message (the refusal is shown). The large run stops once it has used more than the goal allows, so a quadratic
-case costs seconds, not hours.
+a message (the refusal is shown). The large run stops once it has used three times what
+the goal allows one run, so a quadratic case costs seconds, not hours.
 
     python benchmarks/bench_hostile.py [--quick] [--check] [--only SUBSTRING]
 """
