@@ -18,6 +18,7 @@ import pytest
 from lab_helpers import new_notebook as _new_notebook
 from lab_helpers import output as _output
 from lab_helpers import run_cell as _run_cell
+from lab_helpers import set_theme as _set_theme
 from lab_helpers import shot as _shot
 
 import jupyter_memory
@@ -98,14 +99,6 @@ def viewport() -> dict[str, int]:
 def _legend_names(view: Any) -> list[str]:
     legend = view.locator("table").filter(has=view.page.locator("th", has_text="category"))
     return [name.strip() for name in legend.locator("tbody tr td:nth-child(2)").all_inner_texts()]
-
-
-def _set_theme(page: Any, theme: str) -> None:
-    page.evaluate(
-        "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
-    )
-    light = "true" if "Light" in theme else "false"
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'")
 
 
 # --------------------------------------------------------------------------- tests

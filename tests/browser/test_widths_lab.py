@@ -18,6 +18,7 @@ import pytest
 from lab_helpers import new_notebook as _new_notebook
 from lab_helpers import output as _output
 from lab_helpers import run_cell as _run_cell
+from lab_helpers import set_theme as _set_theme
 from lab_helpers import shot as _shot
 
 from jupyter_memory.localapi import FakeAnthropic, Turn
@@ -125,13 +126,6 @@ def _resize(page: Any, width: int) -> None:
     page.wait_for_function(f"() => window.innerWidth === {width}")
     # Two frames: the lab's layout has run after the resize event.
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-
-
-def _set_theme(page: Any, theme: str) -> None:
-    page.evaluate(
-        "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme)
-    light = "true" if "Light" in theme else "false"
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'")
 
 
 def test_context_and_gauges_fit_every_width(
