@@ -1,8 +1,10 @@
-"""``jupyter-memory transcript``: list, show or import session logs, or rebuild a request.
+"""``jupyter-memory transcript``: list, show, import or prune session logs, or rebuild a
+request.
 
 The views of the command line over :mod:`jupyter_memory.sessions.resume`: a project's
 session logs with the question each began with, the conversation a resume would rebuild,
-a log copied in, and the exact request bodies of a turn saved in a notebook.
+a log copied in, old logs deleted on request, and the exact request bodies of a turn saved
+in a notebook.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from typing import Any
 # Registered after context and cost, whichever module is imported first: the help lists
 # the subcommands in the order they were registered.
 from jupyter_memory.commands import notebooks  # noqa: F401
-from jupyter_memory.commands.base import CommandContext, CommonArgs, arg, command
+from jupyter_memory.commands.base import (
+    CommandContext,
+    CommandUsageError,
+    CommonArgs,
+    arg,
+    command,
+)
 from jupyter_memory.errors import InvalidPath
 from jupyter_memory.memdir.gateway import Root
 from jupyter_memory.sessions.resume import (
@@ -32,17 +40,18 @@ from jupyter_memory.sessions.resume import (
 
 __all__ = ["TRANSCRIPT_HELP", "question_text"]
 
-TRANSCRIPT_HELP = ("List, show or import session logs (resume them with %agent resume), or "
-                   "rebuild the exact request of a turn saved in a notebook.")
+TRANSCRIPT_HELP = ("List, show, import or prune session logs (resume them with %agent resume), "
+                   "or rebuild the exact request of a turn saved in a notebook.")
 
 
 @dataclass(frozen=True, kw_only=True)
 class TranscriptArgs(CommonArgs):
-    action: str = arg(choices=("list", "show", "import", "request"),
+    action: str = arg(choices=("list", "show", "import", "request", "prune"),
                       help="list: this project's session logs; show FILE: the conversation a "
                            "resume would rebuild; import FILE: copy a log (e.g. the reference "
                            "tool's) in; request NOTEBOOK --turn N: the exact request body of a "
-                           "saved turn")
+                           "saved turn; prune: delete every project's session logs older than "
+                           "cleanupPeriodDays (memories are never deleted)")
     file: str | None = arg(nargs="?",
                            help="a session log (.jsonl) or a saved notebook (.ipynb)")
     turn: int | None = arg("--turn", type=int,
@@ -51,6 +60,9 @@ class TranscriptArgs(CommonArgs):
     round_index: int | None = arg("--round", type=int,
                                   help="request: which model call of the turn, from 0 "
                                        "(default: every call)")
+    days: int | None = arg("--days", type=int,
+                           help="prune: keep logs changed in the last DAYS days (default: "
+                                "cleanupPeriodDays from the settings files, else 30)")
 
 
 @command("transcript", TRANSCRIPT_HELP, TranscriptArgs)
@@ -59,6 +71,8 @@ def _transcript(ctx: CommandContext[TranscriptArgs]) -> int:
     cwd = Path(ctx.project or os.getcwd()).resolve()
     if action == "list":
         return _list_logs(ctx, cwd)
+    if action == "prune":
+        return _prune_logs(ctx, cwd)
     if not file:
         raise ResumeError(f"transcript {action} needs a FILE: a session log (.jsonl) or a "
                           "saved notebook (.ipynb).")
@@ -104,6 +118,29 @@ def _list_logs(ctx: CommandContext[TranscriptArgs], cwd: Path) -> int:
     lines = [f"{r['modified'][:16]}  {r['session_id']}  {r['bytes']:>9,} B  {r['first_prompt']}"
              for r in rows] or [f"No session logs in {folder}."]
     ctx.emit(rows, "\n".join(lines))
+    return 0
+
+
+def _prune_logs(ctx: CommandContext[TranscriptArgs], cwd: Path) -> int:
+    """Delete old session logs only when asked: unlike the reference, running a cell never
+    deletes files in the home folder as a side effect (docs/reference.md)."""
+    from jupyter_memory.memdir.location import transcripts_dir
+    from jupyter_memory.memdir.settings import load_settings
+    from jupyter_memory.transcript.retention import cleanup_old_transcripts
+
+    days = ctx.args.days
+    if days is None:
+        days = load_settings(cwd, ctx.env).cleanup_period_days
+    elif days < 0:
+        raise CommandUsageError(f"--days must be 0 or more, not {days}.")
+    projects = transcripts_dir(cwd, ctx.env).parent
+    removed = cleanup_old_transcripts(projects, days)
+    logs = [p for p in removed if p.suffix == ".jsonl"]
+    lines = [f"Deleted {len(logs)} session log(s) older than {days} day(s) from {projects} "
+             f"({len(removed)} file(s) and folder(s) in all; memories are never deleted)."]
+    lines += [f"  {p}" for p in removed]
+    ctx.emit({"days": days, "folder": str(projects), "removed": [str(p) for p in removed]},
+             "\n".join(lines))
     return 0
 
 

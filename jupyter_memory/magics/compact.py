@@ -29,7 +29,7 @@ from jupyter_memory.commands.compact import COMPACT, CompactArgs
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.magics.commands import magic_doc, usage_error
 from jupyter_memory.widgets.compaction import compaction_bundle
-from jupyter_memory.widgets.roots import bundle_on_page
+from jupyter_memory.widgets.roots import bundle_on_page, on_page
 from jupyter_memory.widgets.safe import escape
 
 if TYPE_CHECKING:
@@ -129,9 +129,7 @@ class CompactMagics(Magics):
                 f"Session notes: {'on' if notes['enabled'] else 'off'}, "
                 f"{'written' if notes['exists'] else 'not written yet'} ({notes['path']})."
             )
-        # the notes path stays whole: its project key holds the folder name, which the
-        # page's <project> would leave half named
-        print("\n".join(lines))
+        print(on_page("\n".join(lines)))
 
 
 CompactMagics.compact.__doc__ = magic_doc("%compact", """

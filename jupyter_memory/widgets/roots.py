@@ -1,8 +1,10 @@
-"""Folders named by their role on the page: ``<memdir>``, ``<project>``, ``<tmp>``.
+"""Folders named by their role on the page: ``<memdir>``, ``<transcripts>``, ``<project>``,
+``<tmp>``.
 
 With ``Agent.display_roots`` on (docs/configuration.md#folder-names-on-the-page), what this
 package shows on the page — printed text, the static copies of its views, turn views,
-notices — names the memory folder, the project folder and the temporary folder by role
+notices — names the memory folder, the session logs folder, the project folder and the
+temporary folder by role
 instead of by path, so a saved notebook carries no machine paths and two runs in different
 folders show the same text. Only the page: requests, recordings and the turn records an
 output carries as data keep the exact paths (resume and bundles rebuild requests from them).
@@ -50,12 +52,15 @@ class DisplayRoots:
 
     @classmethod
     def of(cls, *, memdir: Path | str | None, project: Path | str | None,
-           tmp: Path | str | None = None) -> DisplayRoots:
-        """The roots of a session: its memdir, its project root and the temporary folder
-        (``tempfile.gettempdir()`` unless given)."""
+           tmp: Path | str | None = None,
+           transcripts: Path | str | None = None) -> DisplayRoots:
+        """The roots of a session: its memdir, its project root, the temporary folder
+        (``tempfile.gettempdir()`` unless given) and the folder of its session logs and
+        notes (``<config>/projects/<key>``, whose key spells the project's path out)."""
         named: dict[str, str] = {}
         for path, name in ((tmp if tmp is not None else tempfile.gettempdir(), "<tmp>"),
-                           (project, "<project>"), (memdir, "<memdir>")):
+                           (project, "<project>"), (transcripts, "<transcripts>"),
+                           (memdir, "<memdir>")):
             if path is not None and str(path):
                 for form in _forms(str(path)):
                     named[form] = name  # a later (narrower) role wins for the same folder

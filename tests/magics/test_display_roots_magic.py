@@ -56,3 +56,12 @@ def test_switching_it_off_or_forgetting_the_kernel_shows_paths_again(
     run(shell, "%agent status")
     forget_state(shell)
     assert current_display_roots() is None
+
+
+def test_the_compaction_status_names_the_session_logs_folder(make_ip: MakeIp,
+                                                             tmp_path: Path) -> None:
+    shell = make_ip(config=["Agent.display_roots = True"])
+    status = run(shell, "%compact --status").stdout
+    assert "Session notes:" in status and "(<transcripts>/" in status
+    assert str(tmp_path) not in status
+    assert "-tmp-" not in status  # no half-named project key

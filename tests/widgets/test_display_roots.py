@@ -75,3 +75,15 @@ def test_nothing_changes_until_roots_are_set(roots: DisplayRoots, tmp_path: Path
     finally:
         use_display_roots(None)
     assert on_page(text) == text
+
+
+def test_the_session_logs_folder_is_named_whole(tmp_path: Path) -> None:
+    # <config>/projects/<key>: the key spells the project's path out, so "<project>" alone
+    # would leave the machine's folder names in it.
+    project = tmp_path / "proj"
+    logs = project / ".run" / "claude" / "projects" / str(project).replace("/", "-")
+    roots = DisplayRoots.of(memdir=logs / "memory", project=project, tmp=tmp_path,
+                            transcripts=logs)
+    text = f"Session notes: on ({logs}/abc/session-memory/summary.md); memory {logs}/memory/a.md"
+    assert roots.shorten(text) == ("Session notes: on (<transcripts>/abc/session-memory/"
+                                   "summary.md); memory <memdir>/a.md")
