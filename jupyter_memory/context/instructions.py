@@ -573,8 +573,10 @@ def strip_html_comments(text: str) -> str:
     prose are kept as they are. One pass: the lines holding ``-->`` are listed once, so
     a file of unclosed ``<!--`` lines costs no more than any other file of its size.
     """
+    if "<!--" not in text or "-->" not in text:
+        return text  # nothing opens, or nothing closes: every line is kept
     lines = text.splitlines(keepends=True)
-    flags = fence_flags(lines)
+    flags = fence_flags(lines) if "```" in text or "~~~" in text else [False] * len(lines)
     closers = [number for number, line in enumerate(lines) if "-->" in line]
     out: list[str] = []
     i = 0
@@ -609,21 +611,42 @@ def _blank(text: str) -> str:
     return _BLANK.sub(" ", text)
 
 
-def _mask_code(text: str) -> str:
-    """``text`` with fenced blocks and inline code spans blanked out (same length)."""
-    lines = text.splitlines(keepends=True)
-    flags = fence_flags(lines)
-    masked = "".join(
-        _blank(line) if fenced else line for line, fenced in zip(lines, flags, strict=True)
-    )
-    pieces: list[str] = []
-    done = 0
-    for start, end in code_spans(masked):
-        pieces.append(masked[done:start])
-        pieces.append(_blank(masked[start:end]))
-        done = end
-    pieces.append(masked[done:])
-    return "".join(pieces)
+def _code_regions(text: str) -> tuple[list[int], list[int]]:
+    """Starts and ends of the fenced blocks and inline code spans of ``text``, in order and
+    apart, as two flat lists: what :func:`find_imports` must not read as imports.
+
+    Spans are found after the fenced blocks are blanked, as a reader of markdown sees them;
+    a text without backticks or tildes skips both scans.
+    """
+    starts: list[int] = []
+    ends: list[int] = []
+    blanked = text
+    if "```" in text or "~~~" in text:
+        lines = text.splitlines(keepends=True)
+        pieces: list[str] = []
+        offset = 0
+        for line, fenced in zip(lines, fence_flags(lines), strict=True):
+            if fenced:
+                if ends and ends[-1] == offset:
+                    ends[-1] = offset + len(line)  # one region per block
+                else:
+                    starts.append(offset)
+                    ends.append(offset + len(line))
+                pieces.append(_blank(line))
+            else:
+                pieces.append(line)
+            offset += len(line)
+        if starts:
+            blanked = "".join(pieces)
+    if "`" in blanked:
+        fences = list(zip(starts, ends, strict=True))
+        spans = list(code_spans(blanked))
+        if fences:
+            merged = sorted(fences + spans)
+            starts, ends = [s for s, _ in merged], [e for _, e in merged]
+        else:
+            starts, ends = [s for s, _ in spans], [e for _, e in spans]
+    return starts, ends
 
 
 def find_imports(text: str) -> list[str]:
@@ -631,13 +654,26 @@ def find_imports(text: str) -> list[str]:
 
     The ``@`` must start a token (so ``ana@example.com`` is not an import); ``\\ ``
     escapes a space in a path. Tokens that cannot be paths (``@``, ``@@x``, ``@#x``)
-    are left out.
+    are left out. A token ends where code begins (``@a`b` `` is ``a``). The code regions
+    are kept as offsets, not as a blanked copy of the text: a file of code spans would
+    otherwise cost a string per span.
     """
+    if "@" not in text:
+        return []
+    starts, ends = _code_regions(text)
     tokens: list[str] = []
-    for m in _IMPORT.finditer(_mask_code(text)):
-        if m.start() > 0 and not text[m.start() - 1].isspace():
-            continue  # glued to a code span, as in `x`@y
-        token = m.group(1).replace("\\ ", " ")
+    for m in _IMPORT.finditer(text):
+        at, end = m.start(), m.end()
+        region = bisect.bisect_right(starts, at) - 1
+        if region >= 0 and at < ends[region]:
+            continue  # inside code
+        following = region + 1
+        if following < len(starts) and starts[following] < end:
+            end = starts[following]  # the token stops where code starts
+        raw = text[m.start(1):end]
+        if not raw:
+            continue
+        token = raw.replace("\\ ", " ")
         if _looks_like_path(token):
             tokens.append(token)
     return tokens

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.memdir.basedir import config_base
 from jupyter_memory.memdir.location import transcripts_dir
 from jupyter_memory.widgets.roots import (
     DisplayRoots,
@@ -99,6 +100,7 @@ def _name_roots(session: Session) -> None:
     roots = None
     if session.config.display_roots:
         roots = DisplayRoots.of(memdir=session.memdir, project=session.project_root,
+                                base=config_base(session.env),
                                 transcripts=transcripts_dir(session.cwd, session.env))
     if roots != current_display_roots():
         use_display_roots(roots)

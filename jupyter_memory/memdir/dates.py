@@ -425,15 +425,23 @@ def find_dates(text: str, today: dt.date) -> tuple[DateMention, ...]:
     found: list[DateMention] = []
     taken = bytearray(len(text))  # 1 where a mention already took the character
     reversed_text: str | None = None
-    for pattern, build in _RULES:
+    # What a rule builds depends on the words it matched alone (no rule looks around with
+    # a group): a text that repeats one phrase builds it once and shares it.
+    built: dict[tuple[int, str], tuple[str, _Days | None]] = {}
+    for rule, (pattern, build) in enumerate(_RULES):
         for m in pattern.finditer(text):
             start, end = m.span()
             if taken.find(1, start, end) >= 0:
                 continue
-            try:
-                days = build(m, today)
-            except (ValueError, KeyError, OverflowError):  # 31 February, year 10000
-                days = None
+            key = (rule, m.group(0))
+            known = built.get(key)
+            if known is None:
+                try:
+                    made = build(m, today)
+                except (ValueError, KeyError, OverflowError):  # 31 February, year 10000
+                    made = None
+                known = built[key] = (key[1], made)
+            words, days = known
             if days is None:
                 continue
             if not days.relative and days.unit == "day":
@@ -448,7 +456,8 @@ def find_dates(text: str, today: dt.date) -> tuple[DateMention, ...]:
                         days = days._replace(last=days.last + span)
                     start = len(text) - around.end()
             taken[start:end] = b"\x01" * (end - start)
-            found.append(DateMention(text[start:end], start, end, *days))
+            found.append(DateMention(words if (start, end) == m.span() else text[start:end],
+                                     start, end, *days))
     return tuple(sorted(found, key=lambda d: d.start))
 
 

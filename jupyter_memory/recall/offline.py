@@ -243,6 +243,9 @@ def tokenize(text: str) -> list[str]:
 def _tokens(text: str) -> tuple[str, ...]:
     """Cached: the same descriptions are tokenized on every turn."""
     out: list[str] = []
+    # One string per distinct CJK term (stems come shared from _stem's cache): a long text
+    # that repeats its words then holds a pointer per word, not a new string.
+    same: dict[str, str] = {}
     for match in _TOKEN_RE.finditer(_normalise(text)):
         token = match.group(0)
         if token[0].isascii():
@@ -251,7 +254,7 @@ def _tokens(text: str) -> tuple[str, ...]:
                 continue
             out.append(_stem(token))
         else:
-            out.extend(_cjk_tokens(token))
+            out.extend([same.setdefault(term, term) for term in _cjk_tokens(token)])
     return tuple(out)
 
 

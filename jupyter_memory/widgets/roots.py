@@ -1,10 +1,10 @@
-"""Folders named by their role on the page: ``<memdir>``, ``<transcripts>``, ``<project>``,
-``<tmp>``.
+"""Folders named by their role on the page: ``<memdir>``, ``<transcripts>``, ``<base>``,
+``<project>``, ``<tmp>``.
 
 With ``Agent.display_roots`` on (docs/configuration.md#folder-names-on-the-page), what this
 package shows on the page — printed text, the static copies of its views, turn views,
-notices — names the memory folder, the session logs folder, the project folder and the
-temporary folder by role
+notices — names the memory folder, the session logs folder, the configuration folder, the
+project folder and the temporary folder by role
 instead of by path, so a saved notebook carries no machine paths and two runs in different
 folders show the same text. Only the page: requests, recordings and the turn records an
 output carries as data keep the exact paths (resume and bundles rebuild requests from them).
@@ -52,15 +52,16 @@ class DisplayRoots:
 
     @classmethod
     def of(cls, *, memdir: Path | str | None, project: Path | str | None,
-           tmp: Path | str | None = None,
+           tmp: Path | str | None = None, base: Path | str | None = None,
            transcripts: Path | str | None = None) -> DisplayRoots:
         """The roots of a session: its memdir, its project root, the temporary folder
-        (``tempfile.gettempdir()`` unless given) and the folder of its session logs and
-        notes (``<config>/projects/<key>``, whose key spells the project's path out)."""
+        (``tempfile.gettempdir()`` unless given), the configuration folder (``<base>``:
+        ``CLAUDE_CONFIG_DIR`` or ``~/.claude``) and the folder of its session logs and notes
+        (``<base>/projects/<key>``, whose key spells the project's path out)."""
         named: dict[str, str] = {}
         for path, name in ((tmp if tmp is not None else tempfile.gettempdir(), "<tmp>"),
-                           (project, "<project>"), (transcripts, "<transcripts>"),
-                           (memdir, "<memdir>")):
+                           (project, "<project>"), (base, "<base>"),
+                           (transcripts, "<transcripts>"), (memdir, "<memdir>")):
             if path is not None and str(path):
                 for form in _forms(str(path)):
                     named[form] = name  # a later (narrower) role wins for the same folder

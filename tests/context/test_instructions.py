@@ -225,6 +225,21 @@ def test_find_imports_tokens() -> None:
     ]
 
 
+def test_an_import_token_ends_where_code_begins() -> None:
+    # found from the code regions' offsets, not from a blanked copy of the text
+    assert find_imports("@a.md`x` and @b`c`d.md\n``@no.md``@x.md") == ["a.md", "b"]
+    assert find_imports("```\n@in.md\n```\n@out.md\n~~~\n@open.md") == ["out.md"]
+    assert find_imports("no at sign at all, `just code`") == []
+
+
+def test_html_comments_need_an_opening_and_a_closing() -> None:
+    unclosed = "<!-- a\n<!-- b\ntext\n"
+    assert strip_html_comments(unclosed) == unclosed
+    closes_before = "x -->\n<!-- a\ntext\n"
+    assert strip_html_comments(closes_before) == closes_before
+    assert strip_html_comments("<!-- a\nb -->after\ntext\n") == "after\ntext\n"
+
+
 def test_chain_stops_after_four_hops(tmp_path: Path, env: dict[str, str]) -> None:
     proj = tmp_path.resolve() / "p"
     write(proj / "CLAUDE.md", "Root. @chain/c1.md\n")

@@ -87,3 +87,11 @@ def test_the_session_logs_folder_is_named_whole(tmp_path: Path) -> None:
     text = f"Session notes: on ({logs}/abc/session-memory/summary.md); memory {logs}/memory/a.md"
     assert roots.shorten(text) == ("Session notes: on (<transcripts>/abc/session-memory/"
                                    "summary.md); memory <memdir>/a.md")
+
+
+def test_the_configuration_folder_is_named_base(tmp_path: Path) -> None:
+    base = tmp_path / "proj" / ".run" / "claude"
+    roots = DisplayRoots.of(memdir=None, project=tmp_path / "proj", tmp=tmp_path, base=base,
+                            transcripts=base / "projects" / "-k")
+    assert roots.shorten(f"{base}/settings.json, {base}/projects/-k/s.jsonl") == (
+        "<base>/settings.json, <transcripts>/s.jsonl")
