@@ -174,7 +174,7 @@ class InternalError(JupyterMemoryError):
     def __init__(self, cause: BaseException, where: str = "") -> None:
         self.cause = cause
         self.where = where
-        detail = str(cause).strip()
+        detail = str(cause).strip().rstrip(".")  # the sentence ends once, below
         name = type(cause).__name__
         at = f" {where}" if where else ""
         super().__init__(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jupyter_memory.agent.hooks import TurnHook, TurnView
+from jupyter_memory.agent.hooks import TurnHook, TurnInProgress
 from jupyter_memory.context.pricing import CostLedger
 
 __all__ = ["CostInRecord"]
@@ -18,5 +18,5 @@ class CostInRecord(TurnHook):
     def __init__(self, ledger: CostLedger) -> None:
         self.ledger = ledger
 
-    def record_fields(self, turn: TurnView) -> Mapping[str, Any] | None:
+    def record_fields(self, turn: TurnInProgress) -> Mapping[str, Any] | None:
         return {"cost": self.ledger.to_json()}

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
+from jupyter_memory.agent.hooks import TurnHook, TurnInProgress, TurnOutcome
 from jupyter_memory.agent.tools import PermissionPolicy, ToolContext, ToolRegistry, ToolResult
 from jupyter_memory.context.assemble import assemble
 from jupyter_memory.context.call_log import calling
@@ -378,7 +378,7 @@ def describe_error(exc: BaseException) -> str:
 class _Request:
     """A finished turn waiting to be considered: its conversation and where to report."""
 
-    turn: TurnView
+    turn: TurnInProgress
     messages: list[dict[str, Any]]
     client: ModelClient
     read_files: dict[Path, float]
@@ -482,14 +482,14 @@ class ExtractionHook(TurnHook):
 
     # ------------------------------------------------------------------ turn hooks
 
-    def before_turn(self, turn: TurnView) -> None:
+    def before_turn(self, turn: TurnInProgress) -> None:
         """Show notices that could not reach the cell that triggered them."""
         with self._cond:
             waiting, self.undelivered = self.undelivered, []
         for text, _payload in waiting:
             turn.note("memory", text)
 
-    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
+    def after_turn(self, turn: TurnInProgress, result: TurnOutcome) -> None:
         """Consider the finished turn: start a run, stash it, or pass (skip, throttle)."""
         session = self.session
         if result.status != "ok" or not self.enabled or session.memdir is None:

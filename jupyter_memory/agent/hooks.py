@@ -33,9 +33,9 @@ __all__ = [
     "HookFailed",
     "TurnHook",
     "TurnHooks",
+    "TurnInProgress",
     "TurnNotices",
     "TurnOutcome",
-    "TurnView",
     "collect",
     "dispatch",
 ]
@@ -50,7 +50,7 @@ class TurnNotices(Protocol):
     def on_notice(self) -> Callable[[str, dict[str, Any]], None]: ...
 
 
-class TurnView(Protocol):
+class TurnInProgress(Protocol):
     """What a hook reads of a turn in progress (``agent.loop.TurnState``)."""
 
     @property
@@ -99,16 +99,16 @@ class TurnOutcome(Protocol):
 class TurnHook(Protocol):
     """An object that acts at the moments of a turn; every moment is optional."""
 
-    def before_turn(self, turn: TurnView) -> None:
+    def before_turn(self, turn: TurnInProgress) -> None:
         return None
 
-    def before_call(self, turn: TurnView, round_index: int) -> None:
+    def before_call(self, turn: TurnInProgress, round_index: int) -> None:
         return None
 
-    def record_fields(self, turn: TurnView) -> Mapping[str, Any] | None:
+    def record_fields(self, turn: TurnInProgress) -> Mapping[str, Any] | None:
         return None
 
-    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
+    def after_turn(self, turn: TurnInProgress, result: TurnOutcome) -> None:
         return None
 
 

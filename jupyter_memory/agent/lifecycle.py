@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
+from jupyter_memory.agent.hooks import TurnHook, TurnInProgress, TurnOutcome
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import META_KEY
 
@@ -216,7 +216,7 @@ class Lifecycle(TurnHook):
 
     # ------------------------------------------------------------------ turn hooks
 
-    def before_turn(self, turn: TurnView) -> None:
+    def before_turn(self, turn: TurnInProgress) -> None:
         if self.started:
             return
         self.started = True
@@ -234,7 +234,7 @@ class Lifecycle(TurnHook):
         turn.added.insert(0, message)  # part of this turn: recorded, logged, rolled back
         turn.extra["session_start_message"] = message
 
-    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
+    def after_turn(self, turn: TurnInProgress, result: TurnOutcome) -> None:
         started = turn.extra.get("session_start_message")
         if started is not None and not any(m is started for m in self.session.messages):
             self.started = False  # rolled back: start again next turn

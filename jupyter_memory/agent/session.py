@@ -160,7 +160,7 @@ class Session:
     session_id: str
     #: The date requests carry instead of today's (a replay pins the recorded day).
     today_override: str | None
-    #: ``%memory recall index|prefetch`` for this session (None: the setting decides).
+    #: ``%memory mode index|prefetch`` for this session (None: the setting decides).
     recall_override: str | None
     #: The defined agent this session runs as (a child session), or None.
     agent: AgentDefinition | None

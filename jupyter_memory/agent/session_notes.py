@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.compaction.budget import estimate_next_request
-from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
+from jupyter_memory.agent.hooks import TurnHook, TurnInProgress, TurnOutcome
 from jupyter_memory.context.assemble import META_KEY
 from jupyter_memory.context.call_log import calling
 from jupyter_memory.context.tokens import estimate_messages, estimate_tokens
@@ -339,12 +339,12 @@ class SessionNotes(TurnHook):
             return False
         return self.start_update(client, tokens=tokens)
 
-    def before_call(self, turn: TurnView, round_index: int) -> None:
+    def before_call(self, turn: TurnInProgress, round_index: int) -> None:
         """After a tool round (the last answer used tools): refresh on enough tool calls."""
         if round_index > 0:
             self._maybe_start(turn.client, answered_without_tools=False)
 
-    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
+    def after_turn(self, turn: TurnInProgress, result: TurnOutcome) -> None:
         """After a final answer (it used no tool): refresh on token growth alone."""
         if result.status in ("ok", "max_tokens"):
             self._maybe_start(turn.client, answered_without_tools=True)

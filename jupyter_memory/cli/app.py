@@ -39,7 +39,6 @@ from jupyter_memory.errors import (
     EXIT_OK,
     EXIT_USAGE,
     JupyterMemoryError,
-    internal_error,
 )
 
 __all__ = [
@@ -116,8 +115,10 @@ def main(
             usage = sub.format_usage() if sub is not None else ""
         err.write(usage + printable(report.line) + "\n")
         return report.code
-    except Exception as exc:  # a bug of ours: one line that says so; the traceback is logged
-        error = internal_error(exc, f"in {ctx.spelling}")
+    except Exception as exc:  # the model call failed (exit 3), else a bug of ours (exit 70,
+        from jupyter_memory.agent.failures import as_failure  # its traceback logged)
+
+        error = as_failure(exc, f"in {ctx.spelling}")
         report = failure(error, ctx.spelling)
         assert report is not None
         err.write(printable(report.line) + "\n")

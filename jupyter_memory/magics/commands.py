@@ -21,6 +21,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import display
 
+from jupyter_memory.agent.failures import as_failure
 from jupyter_memory.agent.remember import scope_store
 from jupyter_memory.commands import (
     MAGIC,
@@ -82,8 +83,11 @@ def run_command(magics: Any, cmd: Command, args: Args, *, cell: str | None = Non
         raise
     except (JupyterMemoryError, OSError) as exc:
         raise usage_error(exc, ctx.spelling) from None
-    except Exception as exc:  # a bug of ours: one line that says so; the traceback is logged
-        raise internal_error(exc, f"in {ctx.spelling}") from exc
+    except Exception as exc:  # the model call failed, else a bug of ours (traceback logged)
+        error = as_failure(exc, f"in {ctx.spelling}")
+        if isinstance(error, InternalError):
+            raise error from exc
+        raise usage_error(error, ctx.spelling) from None
 
 
 def magic_doc(program: str, intro: str, examples: str) -> str:

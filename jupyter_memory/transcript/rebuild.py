@@ -19,8 +19,8 @@ __all__ = [
     "CONTINUE_PROMPT",
     "NOOP_REPLY",
     "BoundaryInfo",
-    "Conversation",
     "MessageMeta",
+    "RebuiltConversation",
     "rebuild_conversation",
 ]
 
@@ -67,7 +67,7 @@ class MessageMeta:
     """Added by a resume clean-up, not read from the log."""
 
 
-class Conversation(list[dict[str, Any]]):
+class RebuiltConversation(list[dict[str, Any]]):
     """Messages API dicts (``{"role", "content"}``) ready to send, plus resume facts.
 
     Content is always a list of blocks: string content from the log becomes one text
@@ -172,7 +172,7 @@ def _text_of(content: Any) -> str:
 
 def rebuild_conversation(
     entries: Iterable[dict[str, Any]], *, include_meta: bool = False
-) -> Conversation:
+) -> RebuiltConversation:
     """Turn log entries into the conversation to resume with.
 
     Starts after the last compaction boundary. Follows ``parentUuid`` back from the newest
@@ -185,7 +185,8 @@ def rebuild_conversation(
     clean-ups: unanswered tool calls and unmatched tool results are dropped, as are
     assistant messages left with only thinking; a turn cut off mid-work gets a request
     to continue (:data:`CONTINUE_PROMPT`); a log ending on a user message gets a
-    placeholder reply (:data:`NOOP_REPLY`); stored usage is zeroed in :attr:`Conversation.meta`.
+    placeholder reply (:data:`NOOP_REPLY`); stored usage is zeroed in
+    :attr:`RebuiltConversation.meta`.
     """
     stats = getattr(entries, "stats", None)
     entries = [e for e in entries if isinstance(e, dict)]
@@ -217,7 +218,7 @@ def rebuild_conversation(
     skipped["system"] += sum(1 for e in entries if e.get("type") == "system")
     facts: dict[str, Any] = {"boundary": boundary, "skipped": skipped, "cleanups": counts}
     if not messages:
-        return _finish(Conversation(**facts))
+        return _finish(RebuiltConversation(**facts))
 
     main = [m for m in messages if not m.get("isSidechain")]  # a subagent's are never the leaf
     leaf = main[-1] if main else messages[-1]
@@ -233,10 +234,10 @@ def rebuild_conversation(
         summary=summary,
         interrupted=interrupted,
     )
-    return _finish(Conversation(msgs, **facts))
+    return _finish(RebuiltConversation(msgs, **facts))
 
 
-def _finish(conversation: Conversation) -> Conversation:
+def _finish(conversation: RebuiltConversation) -> RebuiltConversation:
     conversation.skipped = {k: v for k, v in dict(conversation.skipped).items() if v}
     conversation.cleanups = {k: v for k, v in dict(conversation.cleanups).items() if v}
     return conversation

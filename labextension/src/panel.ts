@@ -561,7 +561,7 @@ export class MemoryPanel extends Widget {
     }
     open.append(name);
     if (memory.scope === 'team') {
-      // Shared with the whole team through the team folder (SPEC §8).
+      // Shared with the whole team through the team folder (docs/reference.md#team-mode).
       const scope = el('span', 'jp-MemoryPanel-scope', 'team');
       scope.title =
         'Team memory: shared with everyone who syncs the team folder';

@@ -135,7 +135,7 @@ export interface ToolCall {
   [k: string]: unknown;
 }
 /**
- * Why each memory was or was not in this turn (SPEC section 11), and the selector call.
+ * Why each memory was or was not in this turn (docs/reference.md#where-this-project-differs: explanation of recall), and the selector call.
  *
  * This interface was referenced by `TurnRecord`'s JSON-Schema
  * via the `definition` "recall".

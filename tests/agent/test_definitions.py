@@ -1,4 +1,4 @@
-"""Agent definitions in .claude/agents/ with memory of their own (SPEC §8)."""
+"""Agent definitions in .claude/agents/ with memory of their own (docs/reference.md#agent-memory)."""
 
 from __future__ import annotations
 

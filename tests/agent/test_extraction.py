@@ -1,4 +1,4 @@
-"""The background extraction agent against the local Messages API server (SPEC §6)."""
+"""The background extraction agent against the local Messages API server (docs/reference.md#the-extraction-agent)."""
 
 from __future__ import annotations
 

@@ -31,13 +31,6 @@ You review data analyses.
 """
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    return root
-
-
 def quiet(project: Path, **config: object) -> Session:
     return make_session(project, memdir=project / "memory", extraction=False,
                         session_memory=False, **config)

@@ -1,4 +1,4 @@
-"""Instruction memory (SPEC §3): discovery order, imports, comments, activation, headers."""
+"""Instruction memory (docs/reference.md#instruction-memory): discovery order, imports, comments, activation, headers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where the memdir lives (SPEC §2): keys, hashes, git roots, overrides and on/off rules."""
+"""Where the memdir lives (docs/reference.md#location-and-key): keys, hashes, git roots, overrides and on/off rules."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ def test_to_json_shape(tmp_path: Path) -> None:
         "shape", "origin_session_id", "provenance", "error", "scope", "author", "loaded",
         "loaded_reason",
     ]  # fmt: skip
-    assert data["scope"] == "private"  # SPEC §8; a file under team/ is "team"
+    assert data["scope"] == "private"  # docs/reference.md#team-mode; a file under team/ is "team"
     assert _memory(tmp_path, "team/db.md", text, days_old=1).to_json()["scope"] == "team"
     assert data["mtime"] == "2025-12-22T00:00:00.000Z"
     assert data["age_days"] == 10

@@ -47,7 +47,7 @@ IGNORED = {
     ".pending/draft.md": "---\nname: draft\n---\n",
     "notes.txt": "not markdown\n",
     "MEMORY.md": "- [Revenue](project_revenue_in_cents.md) — cents\n- [DB](team/db.md) — where\n",
-    # the team folder's own index (SPEC §8) is an index too, never a memory
+    # the team folder's own index (docs/reference.md#team-mode) is an index too, never a memory
     "team/MEMORY.md": "- [DB](db.md) — where\n",
 }
 

@@ -32,7 +32,7 @@ def test_scope_dirs(tmp_path: Path):
     for bad in ("../x", "a/b", "", ".hidden"):
         with pytest.raises(ConfigError):
             scope_dir("user", memdir=mem, project_root=root, agent=bad, env=env)
-    assert scope_dir("team", memdir=mem, project_root=root) == mem / "team"  # SPEC §8
+    assert scope_dir("team", memdir=mem, project_root=root) == mem / "team"  # docs/reference.md#team-mode
     shared = tmp_path / "shared-team"
     assert scope_dir("team", memdir=mem, project_root=root, team_dir=shared) == shared
     assert scope_dir("private", memdir=mem, project_root=root) == mem

@@ -1,4 +1,4 @@
-"""Team memory (SPEC §8): scopes, the scoped store, the team index in requests, and
+"""Team memory (docs/reference.md#team-mode): scopes, the scoped store, the team index in requests, and
 sharing through real git with a bare repository, two people in two HOMEs."""
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def test_context_raw_shows_team_index_under_its_own_heading(tmp_path: Path) -> N
     assert "(project_fiscal_year.md)" in first[team_at:]
     assert "(feedback_plots.md)" in first[private_at:team_at]
     system = body["system"][1]["text"]
-    assert "<scope>always private: it describes one person" in system  # per type (SPEC §8)
+    assert "<scope>always private: it describes one person" in system  # per type (docs/reference.md#team-mode)
     assert first.count("# Team memory") == 1
     code, out, _ = run("context", "--json", "--project", str(tmp_path), env=env)
     items = {i["label"]: i for c in json.loads(out)["categories"] for i in c["items"]}

@@ -1,6 +1,7 @@
 """The code cites the reference behaviour by anchors of ``docs/reference.md``, a page in the
 repository, never a spec outside it: every cited anchor exists, under both the docs site's
-and GitHub's heading slugs."""
+and GitHub's heading slugs. "The code" is all of it: the package (its schema too), the lab
+extension's sources, the tests, the scripts and the benchmarks."""
 
 from __future__ import annotations
 
@@ -24,8 +25,29 @@ def _anchors() -> set[str]:
     return anchors
 
 
+#: Where code lives, and the files of it that are text a person reads.
+CODE = {
+    "jupyter_memory": ("*.py", "*.json"),
+    "labextension/src": ("*.ts",),
+    "labextension/scripts": ("*.js",),
+    "tests": ("*.py",),
+    "scripts": ("*.py", "*.sh"),
+    "benchmarks": ("*.py", "*.md"),
+}
+#: The package's built copy of the lab extension is generated, and this test names the spec.
+SKIP = (ROOT / "jupyter_memory" / "labextension", Path(__file__).resolve())
+
+
 def _code_files() -> list[Path]:
-    return sorted(p for p in (ROOT / "jupyter_memory").rglob("*.py") if "labextension" not in p.parts)
+    return sorted({p for folder, patterns in CODE.items() for pattern in patterns
+                   for p in (ROOT / folder).rglob(pattern)
+                   if not any(p == s or s in p.parents for s in SKIP)})
+
+
+def test_every_kind_of_code_is_read() -> None:
+    kinds = {(p.relative_to(ROOT).parts[0], p.suffix) for p in _code_files()}
+    assert {("jupyter_memory", ".py"), ("jupyter_memory", ".json"), ("labextension", ".ts"),
+            ("tests", ".py"), ("benchmarks", ".py")} <= kinds
 
 
 def test_code_cites_no_spec_outside_the_repository() -> None:

@@ -1,4 +1,4 @@
-"""Recording model exchanges and replaying them offline (SPEC §11, issue 7 item 4)."""
+"""Recording model exchanges and replaying them offline (docs/reference.md#where-this-project-differs, issue 7 item 4)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Resuming after a restart: from the saved notebook, from the JSONL log, from the
-reference tool's logs (issue 7 item 3; SPEC §7 "Resume", §9)."""
+reference tool's logs (issue 7 item 3; docs/reference.md#resume and docs/reference.md#the-notebook-mapping)."""
 
 from __future__ import annotations
 

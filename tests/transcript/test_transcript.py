@@ -1,4 +1,4 @@
-"""The JSONL session log: writing, reading, resuming, retention (SPEC §7)."""
+"""The JSONL session log: writing, reading, resuming, retention (docs/reference.md#the-transcript)."""
 
 from __future__ import annotations
 

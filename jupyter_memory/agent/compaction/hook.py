@@ -23,7 +23,7 @@ from jupyter_memory.agent.compaction.core import INSERTED_KINDS, compact, kind_o
 from jupyter_memory.agent.compaction.errors import ContextLimitReached
 from jupyter_memory.agent.compaction.micro import microcompact
 from jupyter_memory.agent.failures import describe_background_failure
-from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
+from jupyter_memory.agent.hooks import TurnHook, TurnInProgress, TurnOutcome
 
 if TYPE_CHECKING:
     from jupyter_memory.agent.compaction.host import CompactingSession
@@ -68,7 +68,7 @@ class CompactionHook(TurnHook):
 
     # ------------------------------------------------------------------ turn hooks
 
-    def before_call(self, turn: TurnView, round_index: int) -> None:
+    def before_call(self, turn: TurnInProgress, round_index: int) -> None:
         session = self.session
         if round_index == 0:
             self._idle_microcompact(turn)
@@ -94,17 +94,17 @@ class CompactionHook(TurnHook):
                 f"{th.window:,}); {then}.",
             )
 
-    def record_fields(self, turn: TurnView) -> Mapping[str, Any] | None:
+    def record_fields(self, turn: TurnInProgress) -> Mapping[str, Any] | None:
         made = turn.extra.get("compactions")
         return {"compactions": [r.to_json() for r in made]} if made else None
 
-    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
+    def after_turn(self, turn: TurnInProgress, result: TurnOutcome) -> None:
         if turn.got_response:
             self.session.compaction.last_answer_at = self.clock()
 
     # ------------------------------------------------------------------ actions
 
-    def _idle_microcompact(self, turn: TurnView) -> None:
+    def _idle_microcompact(self, turn: TurnInProgress) -> None:
         last = self.session.compaction.last_answer_at
         minutes = self.idle_minutes
         if not minutes or last is None:
@@ -121,7 +121,7 @@ class CompactionHook(TurnHook):
                 "%compact --undo brings them back.",
             )
 
-    def _make_room(self, turn: TurnView, tokens: int) -> int:
+    def _make_room(self, turn: TurnInProgress, tokens: int) -> int:
         """Compact (then clear old tool outputs if still needed); return the new size."""
         session = self.session
         state = session.compaction

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from jupyter_memory.agent.endpoint import ModelEndpoint
-from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
+from jupyter_memory.agent.hooks import TurnHook, TurnInProgress, TurnOutcome
 from jupyter_memory.context.sdk import MessagesAPI, ModelClient
 from jupyter_memory.sessions.recording.file import Recording
 from jupyter_memory.sessions.recording.normalise import Normaliser, jsonable
@@ -152,7 +152,7 @@ class Recorder(ModelEndpoint, TurnHook):
 
     # -- turn hooks
 
-    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
+    def after_turn(self, turn: TurnInProgress, result: TurnOutcome) -> None:
         record = result.record
         self.recording.add_turn({
             "turn": record.get("turn"),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_memory._version import __version__
 from jupyter_memory.agent.endpoint import ModelEndpoint
-from jupyter_memory.agent.hooks import TurnHook, TurnOutcome, TurnView
+from jupyter_memory.agent.hooks import TurnHook, TurnInProgress, TurnOutcome
 from jupyter_memory.context.assemble import digest
 from jupyter_memory.context.sdk import ModelClient
 from jupyter_memory.sessions.recording.differences import describe_difference, locate_difference
@@ -289,14 +289,14 @@ class Replayer(ModelEndpoint, TurnHook):
 
     # -- turn hooks
 
-    def before_turn(self, turn: TurnView) -> None:
+    def before_turn(self, turn: TurnInProgress) -> None:
         with self._lock:
             self._turn_mismatches = len(self.mismatches)
         recorded = self._recorded_turn()
         if recorded and recorded.get("today"):
             self._today = self.session.today_override = str(recorded["today"])
 
-    def after_turn(self, turn: TurnView, result: TurnOutcome) -> None:
+    def after_turn(self, turn: TurnInProgress, result: TurnOutcome) -> None:
         recorded = self._recorded_turn()
         self._turn_index += 1
         with self._lock:
