@@ -20,7 +20,7 @@ from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.guard import check_no_secrets
 from jupyter_memory.memdir.index import INDEX_NAME, parse_index, upsert_entry
 from jupyter_memory.memdir.location import MemoryLocation
-from jupyter_memory.memdir.record import Memory
+from jupyter_memory.memdir.record import Memory, provenance_from_env
 from jupyter_memory.memdir.scopes import MEMORY_SCOPES, TEAM_PREFIX, check_team_type
 from jupyter_memory.memdir.store import InvalidMemory, MemoryStore, WriteResult
 from jupyter_memory.memdir.team.authorship import AUTHOR_FIELD, author
@@ -297,6 +297,8 @@ class ScopedStore(MemoryStore):
 def open_store(
     location: MemoryLocation, env: Mapping[str, str] | None = None, **options: Any
 ) -> ScopedStore:
-    """The store of a memory location, private and team scopes together."""
+    """The store of a memory location, private and team scopes together. Without
+    ``mark_provenance`` it follows ``$JUPYTER_MEMORY_PROVENANCE``."""
+    options.setdefault("mark_provenance", provenance_from_env(env))
     team = team_location(location, env)
     return ScopedStore(location.memdir, team, env=env, location=location, **options)
