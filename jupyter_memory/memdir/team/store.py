@@ -262,17 +262,27 @@ class ScopedStore(MemoryStore):
             return super().write_file(file, text, provenance=provenance)
         if str(frontmatter.parse(text).get("type") or "").strip().lower() == "user":
             team_rel = self.team.normalize(rel)
+            existed = self.team.resolve(team_rel).exists()  # an edit of a team memory
+            entry = parse_index(self.team.read_index()).find(team_rel) if existed else None
             target = self.free_name(PurePath(team_rel).name)
             with self.writing():
                 result = super().write_file(target, text, provenance=provenance)
                 before = self.read_index_for_edit()  # its line follows it, as in a move
                 doc = frontmatter.parse(self.read(target))
                 after = before if parse_index(before).find(target) else upsert_entry(
-                    before, target, str(doc.get("name") or PurePath(target).stem),
-                    str(doc.get("description") or ""))
+                    before, target,
+                    entry.title if entry else str(doc.get("name") or PurePath(target).stem),
+                    entry.hook if entry else str(doc.get("description") or ""))
                 changed, index_check = self._save_index(before, after)
-            note = (f"team/{team_rel} is a 'user' memory, which describes one person and is "
-                    f"always private: it was saved in your private memory as {target} instead.")
+            if existed:  # a move, as move_to_private makes: the team keeps no copy of it
+                self.team.forget(team_rel)
+                note = (f"team/{team_rel} became a 'user' memory, which describes one person "
+                        f"and is always private: it was moved to your private memory as "
+                        f"{target}, and the team folder no longer holds it.")
+            else:
+                note = (f"team/{team_rel} is a 'user' memory, which describes one person and "
+                        f"is always private: it was saved in your private memory as {target} "
+                        "instead.")
             return replace(result, warnings=(*result.warnings, note), index_check=index_check,
                            index_changed=result.index_changed or changed)
         return self._mapped(self.team.write_file(rel, text, provenance=provenance))
