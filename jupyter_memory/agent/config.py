@@ -19,6 +19,7 @@ from jupyter_memory.context.models import (
     default_small_model,
 )
 from jupyter_memory.errors import ConfigError
+from jupyter_memory.memdir.record import provenance_from_env
 
 __all__ = [
     "PERMISSION_MODES",
@@ -79,7 +80,8 @@ class AgentConfig:
         "leaves that to the agent).")
     provenance: bool = setting(
         True, "Record who wrote each memory (origin: user, agent, extraction or import) in "
-        "its frontmatter; False writes memories in the reference's exact shape.")
+        "its frontmatter; False writes memories in the reference's exact shape. Default: "
+        "off when $JUPYTER_MEMORY_PROVENANCE is 0, false, no or off.")
     agents_md: bool = setting(False, "Also read AGENTS.md files as instructions.")
     extra_instruction_names: tuple[str, ...] = ()
     max_retries: int = 2
@@ -164,8 +166,10 @@ class AgentConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> AgentConfig:
-        """Defaults with the models chosen by ``JUPYTER_MEMORY_MODEL`` / ``_SMALL_MODEL``."""
-        base = cls(model=default_model(env), small_model=default_small_model(env))
+        """Defaults with the models chosen by ``JUPYTER_MEMORY_MODEL`` / ``_SMALL_MODEL``
+        and provenance by ``JUPYTER_MEMORY_PROVENANCE``."""
+        base = cls(model=default_model(env), small_model=default_small_model(env),
+                   provenance=provenance_from_env(env))
         return replace(base, **overrides) if overrides else base
 
 

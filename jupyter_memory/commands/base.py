@@ -903,6 +903,7 @@ class CommandContext(Generic[A]):
 
     def store_for(self, scope: str = "memdir", agent: str | None = None) -> MemoryStore:
         """The store of a ``--scope``: the project's memory, the team folder or an agent's."""
+        from jupyter_memory.memdir.record import provenance_from_env
         from jupyter_memory.memdir.scopes import DEFAULT_AGENT, committed, scope_root
         from jupyter_memory.memdir.store import MemoryStore
 
@@ -916,7 +917,8 @@ class CommandContext(Generic[A]):
             root = scope_root(scope, memdir=base.memdir, project_root=self.location.project_root,
                               agent=agent or DEFAULT_AGENT, env=self.env)
             self._stores[key] = MemoryStore(root.path, maintain_index=True, root=root,
-                                            ignore_own_files=committed(scope))
+                                            ignore_own_files=committed(scope),
+                                            mark_provenance=provenance_from_env(self.env))
         store: MemoryStore = self._stores[key]
         return store
 

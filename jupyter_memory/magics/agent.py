@@ -58,6 +58,7 @@ from jupyter_memory.magics.cells import quiet as quiet_cells
 from jupyter_memory.magics.commands import magic_doc, usage_error
 from jupyter_memory.magics.state import session_for, state_for
 from jupyter_memory.memdir import trust_table
+from jupyter_memory.memdir.record import provenance_from_env
 from jupyter_memory.notebook_path import current_notebook_path
 from jupyter_memory.sessions import recording as record
 from jupyter_memory.sessions.resume import (
@@ -152,6 +153,10 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
     @default("small_model")
     def _default_small_model(self) -> str:
         return default_small_model()
+
+    @default("provenance")
+    def _default_provenance(self) -> bool:
+        return provenance_from_env()
 
     @validate("context_window")
     def _check_context_window(self, proposal: Any) -> int:

@@ -7,12 +7,15 @@ unknown ``type`` is still a memory (``name`` falls back to the file stem).
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from jupyter_memory.memdir import trust_table
 from jupyter_memory.memdir.clock import iso_utc
 from jupyter_memory.memdir.freshness import age_days as _age_days
 from jupyter_memory.memdir.frontmatter import Document
@@ -23,8 +26,10 @@ __all__ = [
     "AUTHOR_FIELD",
     "MEMORY_TYPES",
     "PROVENANCES",
+    "PROVENANCE_ENV",
     "PROVENANCE_FIELD",
     "Memory",
+    "provenance_from_env",
 ]
 
 MEMORY_TYPES = ("user", "feedback", "project", "reference")
@@ -36,8 +41,30 @@ PROVENANCES = ("user", "agent", "extraction", "import")
 PROVENANCE_FIELD = "origin"
 """Frontmatter key recording provenance (top level when flat, under ``metadata:`` when nested)."""
 
+PROVENANCE_ENV = "JUPYTER_MEMORY_PROVENANCE"
+"""``0``/``false``/``no``/``off`` writes no :data:`PROVENANCE_FIELD`: the reference's exact shape
+from every front end (the command line, the lab panel, and the default of
+``Agent.provenance`` in a notebook)."""
+
+_OFF = ("0", "false", "no", "off")
+_ON = ("1", "true", "yes", "on")
+
 AUTHOR_FIELD = "author"
 """Frontmatter key naming the person who wrote a team memory (docs/team.md)."""
+
+
+def provenance_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """Whether writes record who made them (``origin:``): on unless ``$JUPYTER_MEMORY_PROVENANCE``
+    switches it off. A value that is neither on nor off is logged and leaves it on."""
+    raw = trust_table.env(PROVENANCE_ENV, env)
+    value = (raw or "").strip().lower()
+    if value in _OFF:
+        return False
+    if value and value not in _ON:
+        logging.getLogger("jupyter_memory").warning(
+            "%s=%r is neither on (1/true/yes/on) nor off (0/false/no/off); provenance stays on",
+            PROVENANCE_ENV, raw)
+    return True
 
 
 def _text(value: Any) -> str | None:

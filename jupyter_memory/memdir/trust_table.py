@@ -155,6 +155,7 @@ TABLE: Mapping[str, Field] = dict([
     _row("JUPYTER_MEMORY_UNTRUSTED", _ENV, (DATA,), _MINE, "treat every folder as untrusted"),
     _row("JUPYTER_MEMORY_MODEL", _ENV, (DATA,), _MINE, "the main model"),
     _row("JUPYTER_MEMORY_SMALL_MODEL", _ENV, (DATA,), _MINE, "the model of side calls"),
+    _row("JUPYTER_MEMORY_PROVENANCE", _ENV, (DATA,), _MINE, "the origin: field on or off"),
     _row("JUPYTER_MEMORY_EXTRACTION", _ENV, (DATA,), _MINE, "background extraction on or off"),
     _row("JUPYTER_MEMORY_SESSION_MEMORY", _ENV, (DATA,), _MINE, "session notes on or off"),
     _row("JUPYTER_MEMORY_SEMANTIC", _ENV, (DATA,), _MINE,

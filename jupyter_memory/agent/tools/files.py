@@ -258,8 +258,9 @@ def _check_fresh_read(ctx: ToolContext, path: Path, tool: str) -> None:
 
 def _save(
     ctx: ToolContext, loc: Location, text: str, *, tool: str, action: str, detail: str
-) -> tuple[str, list[str]]:
-    """Store ``text`` at ``loc``; return the text now on disk and notes for the model.
+) -> tuple[str, list[str], Location]:
+    """Store ``text`` at ``loc``; return the text now on disk, notes for the model and
+    where the file is now (the store may file a memory in another scope).
 
     The memory store may add or refresh frontmatter fields (``modified``, ``origin``), so
     what is on disk can differ from ``text``; the read record follows the disk.
@@ -277,7 +278,7 @@ def _save(
         if result.file != loc.memdir_file:  # the store filed it in another scope (team → private)
             moved = resolve(ctx, str(ctx.store.resolve(result.file)))
             ctx.read_files[moved.path] = moved.path.stat().st_mtime
-            return read_text(moved), notes
+            return read_text(moved), notes, moved
         stored = read_text(loc)
         if stored != text:
             notes.append(
@@ -289,7 +290,7 @@ def _save(
         loc.root.write(loc.path, text)
         stored = text
     ctx.read_files[loc.path] = loc.path.stat().st_mtime
-    return stored, notes
+    return stored, notes, loc
 
 
 def _index_notes(result: WriteResult, file: str) -> list[str]:
@@ -347,13 +348,15 @@ def _write(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     verb = "overwrite" if existed else "create"
     lines = _count_lines(content)
     action = f"{verb} {loc.path} ({lines} lines)"
-    _, notes = _save(ctx, loc, content, tool="Write", action=action, detail=_preview(content))
+    _, notes, saved = _save(ctx, loc, content, tool="Write", action=action,
+                            detail=_preview(content))
     if loc.in_memdir:
-        what = "the memory index" if loc.memdir_file == INDEX_NAME else f"memory {loc.memdir_file}"
-        head = f"{'Updated' if existed else 'Saved'} {what} ({lines} lines) at {loc.path}."
+        what = ("the memory index" if loc.memdir_file == INDEX_NAME
+                else f"memory {saved.memdir_file}")
+        head = f"{'Updated' if existed else 'Saved'} {what} ({lines} lines) at {saved.path}."
     else:
         head = f"{'Overwrote' if existed else 'Created'} {loc.path} ({lines} lines)."
-    meta = {"path": str(loc.path), "in_memdir": loc.in_memdir, "created": not existed}
+    meta = {"path": str(saved.path), "in_memdir": loc.in_memdir, "created": not existed}
     return ToolResult("\n".join([head, *notes]), False, meta)
 
 
@@ -442,15 +445,16 @@ def _edit(input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     replaced = count if replace_all else 1
     plural = "s" if replaced != 1 else ""
     action = f"edit {loc.path} ({replaced} replacement{plural})"
-    stored, notes = _save(ctx, loc, updated, tool="Edit", action=action, detail=_preview(diff))
+    stored, notes, saved = _save(ctx, loc, updated, tool="Edit", action=action,
+                                 detail=_preview(diff))
 
     line_no = _edited_line(stored, updated, first)
     lines = stored.splitlines()
     lo = max(line_no - _SNIPPET_CONTEXT, 1)
     hi = min(line_no + new.count("\n") + _SNIPPET_CONTEXT, len(lines))
     snippet = format_lines([_cut_line(x) for x in lines[lo - 1 : hi]], lo)
-    head = f"Edited {loc.path}: {replaced} replacement{plural}. The file now reads:"
-    meta = {"path": str(loc.path), "in_memdir": loc.in_memdir, "replacements": replaced}
+    head = f"Edited {saved.path}: {replaced} replacement{plural}. The file now reads:"
+    meta = {"path": str(saved.path), "in_memdir": loc.in_memdir, "replacements": replaced}
     return ToolResult("\n".join([head, snippet, *notes]), False, meta)
 
 

@@ -147,6 +147,7 @@ class SyncReport:
     received: list[str] = field(default_factory=list)
     removed_by_others: list[str] = field(default_factory=list)
     conflicts: list[dict[str, str]] = field(default_factory=list)
+    kept: list[dict[str, str]] = field(default_factory=list)
     contested: list[dict[str, str]] = field(default_factory=list)
     held_back: list[dict[str, str]] = field(default_factory=list)
     not_sent: list[dict[str, str]] = field(default_factory=list)
@@ -163,7 +164,7 @@ class SyncReport:
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "sent": self.sent, "removed": self.removed,
                 "received": self.received, "removed_by_others": self.removed_by_others,
-                "conflicts": self.conflicts, "contested": self.contested,
+                "conflicts": self.conflicts, "kept": self.kept, "contested": self.contested,
                 "held_back": self.held_back, "not_sent": self.not_sent,
                 "waiting": self.waiting, "earlier_sent": self.earlier,
                 "index_notes": self.index_notes, "identity": self.identity,
@@ -197,6 +198,16 @@ class SyncReport:
                 f"{c['copy']} holds {c['author']}'s. Merge them into {c['file']}, delete "
                 f"{c['copy']}, then run `jupyter-memory team sync` again."
             )
+        for k in self.kept:
+            if k["kept_side"] == "theirs":
+                lines.append(
+                    f"kept: {k['file']}: it was removed here, but {k['by']} changed it "
+                    "meanwhile, so their version stays. If it should go, run `jupyter-memory "
+                    f"forget {k['file']}` and sync again.")
+            else:
+                lines.append(
+                    f"kept: {k['file']}: {k['by']} removed it, but it was changed here, so "
+                    "your version stays and was sent.")
         for c in self.contested:
             lines.append(
                 f"index: both sides changed the line of {c['file']} in MEMORY.md; the newer "
@@ -420,11 +431,12 @@ def _write_plain(path: Path, text: str) -> None:
     repo.write(path.name, text)
 
 
-def _resolve_conflicts(where: _Where, who: str) -> list[dict[str, str]]:
+def _resolve_conflicts(where: _Where, who: str, report: SyncReport) -> None:
     """Settle every conflicted path of the current rebase step, losing nothing, and commit
-    the step with a message that says what it now holds."""
+    the step with a message that says what it now holds. Conflict copies go to
+    ``report.conflicts``, a memory changed on one side and removed on the other (kept) to
+    ``report.kept``."""
     git = where.git
-    found: list[dict[str, str]] = []
     paths = git.out("diff", "--name-only", "--diff-filter=U").splitlines()
     writer = git.run("log", "-1", "--format=%an", "REBASE_HEAD", check=False).stdout.strip() or who
     for path in paths:
@@ -444,6 +456,10 @@ def _resolve_conflicts(where: _Where, who: str) -> list[dict[str, str]]:
         if shared is None or mine is None:  # edited on one side, deleted on the other
             _write_plain(target, shared if shared is not None else (mine or ""))
             git.run("add", "--", path)
+            other = git.run("log", "-1", "--format=%an", "HEAD", "--", path,
+                            check=False).stdout.strip() or "a teammate"
+            report.kept.append({"file": where.shown(path), "by": other,
+                                "kept_side": "theirs" if shared is not None else "mine"})
             continue
         _write_plain(target, shared)
         copy = _copy_name(git.cwd, path, writer)
@@ -455,12 +471,12 @@ def _resolve_conflicts(where: _Where, who: str) -> list[dict[str, str]]:
                                              AUTHOR_FIELD: writer})
         _write_plain(git.cwd / copy, text)
         git.run("add", "--", path, copy)
-        found.append({"file": where.shown(path), "copy": where.shown(copy), "author": writer})
+        report.conflicts.append({"file": where.shown(path), "copy": where.shown(copy),
+                                 "author": writer})
     staged = _changes_staged(where)
     if staged:
         subject, body = _message(where, staged, writer)
         git.run("commit", "--quiet", "--no-verify", "-m", subject, "-m", body)
-    return found
 
 
 def _changes_staged(where: _Where) -> list[tuple[str, str]]:
@@ -580,7 +596,7 @@ def _integrate(where: _Where, tracking: str, who: str, report: SyncReport) -> No
         guard = 0
         while step.returncode != 0 and _in_rebase(git) and guard < 1000:
             guard += 1
-            report.conflicts += _resolve_conflicts(where, who)
+            _resolve_conflicts(where, who, report)
             step = git.run("rebase", "--continue", check=False)
             if step.returncode != 0 and "nothing to commit" in (step.stdout + step.stderr):
                 step = git.run("rebase", "--skip", check=False)
@@ -588,6 +604,8 @@ def _integrate(where: _Where, tracking: str, who: str, report: SyncReport) -> No
             git.run("rebase", "--abort", check=False)
             raise TeamError(f"The sync could not finish a rebase: {_reason(step)}. Nothing "
                             "was lost; your commits are as before the sync.")
+        back = {k["file"] for k in report.kept if k["kept_side"] == "mine"}
+        report.removed_by_others = [f for f in report.removed_by_others if f not in back]
     else:  # a clone of an empty repository that has received its first commits
         git.run("reset", "--quiet", "--hard", tracking)
 

@@ -20,7 +20,7 @@ from jupyter_memory.memdir import frontmatter
 from jupyter_memory.memdir.guard import check_no_secrets
 from jupyter_memory.memdir.index import INDEX_NAME, parse_index, upsert_entry
 from jupyter_memory.memdir.location import MemoryLocation
-from jupyter_memory.memdir.record import Memory
+from jupyter_memory.memdir.record import Memory, provenance_from_env
 from jupyter_memory.memdir.scopes import MEMORY_SCOPES, TEAM_PREFIX, check_team_type
 from jupyter_memory.memdir.store import InvalidMemory, MemoryStore, WriteResult
 from jupyter_memory.memdir.team.authorship import AUTHOR_FIELD, author
@@ -262,17 +262,27 @@ class ScopedStore(MemoryStore):
             return super().write_file(file, text, provenance=provenance)
         if str(frontmatter.parse(text).get("type") or "").strip().lower() == "user":
             team_rel = self.team.normalize(rel)
+            existed = self.team.resolve(team_rel).exists()  # an edit of a team memory
+            entry = parse_index(self.team.read_index()).find(team_rel) if existed else None
             target = self.free_name(PurePath(team_rel).name)
             with self.writing():
                 result = super().write_file(target, text, provenance=provenance)
                 before = self.read_index_for_edit()  # its line follows it, as in a move
                 doc = frontmatter.parse(self.read(target))
                 after = before if parse_index(before).find(target) else upsert_entry(
-                    before, target, str(doc.get("name") or PurePath(target).stem),
-                    str(doc.get("description") or ""))
+                    before, target,
+                    entry.title if entry else str(doc.get("name") or PurePath(target).stem),
+                    entry.hook if entry else str(doc.get("description") or ""))
                 changed, index_check = self._save_index(before, after)
-            note = (f"team/{team_rel} is a 'user' memory, which describes one person and is "
-                    f"always private: it was saved in your private memory as {target} instead.")
+            if existed:  # a move, as move_to_private makes: the team keeps no copy of it
+                self.team.forget(team_rel)
+                note = (f"team/{team_rel} became a 'user' memory, which describes one person "
+                        f"and is always private: it was moved to your private memory as "
+                        f"{target}, and the team folder no longer holds it.")
+            else:
+                note = (f"team/{team_rel} is a 'user' memory, which describes one person and "
+                        f"is always private: it was saved in your private memory as {target} "
+                        "instead.")
             return replace(result, warnings=(*result.warnings, note), index_check=index_check,
                            index_changed=result.index_changed or changed)
         return self._mapped(self.team.write_file(rel, text, provenance=provenance))
@@ -297,6 +307,8 @@ class ScopedStore(MemoryStore):
 def open_store(
     location: MemoryLocation, env: Mapping[str, str] | None = None, **options: Any
 ) -> ScopedStore:
-    """The store of a memory location, private and team scopes together."""
+    """The store of a memory location, private and team scopes together. Without
+    ``mark_provenance`` it follows ``$JUPYTER_MEMORY_PROVENANCE``."""
+    options.setdefault("mark_provenance", provenance_from_env(env))
     team = team_location(location, env)
     return ScopedStore(location.memdir, team, env=env, location=location, **options)
