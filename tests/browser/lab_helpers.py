@@ -1,8 +1,11 @@
 """Steps the browser tests share: open a notebook, type and run a cell, take a screenshot,
-check a part of the page with axe-core."""
+switch the theme, and the checks JupyterLab and Notebook 7 modules both run: axe-core on
+output areas, clipping and overlap at every width, the context bar's contrast as applied,
+the free segment of a sanitised bar, console errors."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -277,4 +280,45 @@ def contrast_problems(views: dict[str, Any], theme: str) -> list[str]:
                         cls, prev_cls) and low(fill, prev_fill):
                     problems.append(f"{where}: {prev_cls} {prev_fill} next to {cls} {fill}")
             seen.append((cls, fill))
+    return problems
+
+
+#: The free segment of the first context bar in an element: its drawn share of the bar
+#: and the share its inline ``flex`` asks for (both percent), and its applied fill.
+_FREE = """
+root => {
+  const bar = root.querySelector('.jm-bar-track');
+  const free = bar && bar.querySelector('.jm-cat-free');
+  if (!free) return null;
+  const hex = c => '#' + c.match(/\\d+/g).slice(0, 3)
+    .map(n => Number(n).toString(16).padStart(2, '0')).join('');
+  return {
+    drawn: 100 * free.getBoundingClientRect().width / bar.getBoundingClientRect().width,
+    asked: parseFloat(free.style.flexBasis),
+    fill: hex(getComputedStyle(free).backgroundColor),
+    track: hex(getComputedStyle(bar).backgroundColor),
+    text: free.textContent,
+  };
+}
+"""
+
+
+def free_segment_problems(view: Any) -> list[str]:
+    """What is wrong with the free segment of a static context bar, [] when nothing.
+
+    A sanitiser (an untrusted notebook) that dropped its ``flex`` or its fill would
+    leave free space drawn as nothing, or in another colour than the track it stands for.
+    """
+    free = view.evaluate(_FREE)
+    if free is None:
+        return ["no free segment in the bar"]
+    problems = []
+    if math.isnan(free["asked"]):  # no flex-basis left on the element
+        problems.append("the free segment lost its width (flex)")
+    elif abs(free["drawn"] - free["asked"]) > 3:
+        problems.append(f"free drawn at {free['drawn']:.1f}% of the bar, not {free['asked']}%")
+    if free["fill"] != free["track"]:
+        problems.append(f"free is {free['fill']}, not the track's {free['track']}")
+    if not free["text"].startswith("free"):
+        problems.append(f"free segment reads {free['text']!r}")
     return problems

@@ -27,6 +27,7 @@ from lab_helpers import (
     axe_outputs,
     console_errors,
     contrast_problems,
+    free_segment_problems,
     layout_problems,
     open_notebook,
     output,
@@ -120,6 +121,8 @@ def test_notebook7_shows_the_static_copies(page: Any, lab: Any, name: str,
         assert "jp-MemoryView-static" in (views.nth(i).get_attribute("class") or "")
     views.nth(0).get_by_text("% of window").wait_for(state="visible")
     views.nth(1).get_by_text("stored in cents").wait_for(state="visible")
+    # Sanitised when untrusted: the bar keeps its free space, drawn to its width.
+    assert free_segment_problems(views.nth(0)) == []
     page.screenshot(path=str(artifacts / f"notebook7-{name}.png"))
     assert errors == []
 
