@@ -116,6 +116,9 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
 
   dispose(): void {
     this._stopWatching();
+    // A live layer still waiting for its answer is not a child yet.
+    this._live?.dispose();
+    this._live = null;
     super.dispose();
   }
 
