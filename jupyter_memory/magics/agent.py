@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -273,8 +274,15 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         if problem is not None and result.status == "error":
             view.close()  # the turn itself was refused: the error below says it all
             raise record.ReplayMismatch(problem)
-        view.finish(bundle_on_page(turn_bundle(result.record, _notebook_name(self.shell))),
-                    expect_notice=_background_running(session))
+        notebook = _notebook_name(self.shell)
+        record_shown = result.record
+
+        def with_events(late: list[dict[str, Any]]) -> dict[str, Any]:
+            events = [*(record_shown.get("events") or []), *late]
+            return bundle_on_page(turn_bundle({**record_shown, "events": events}, notebook))
+
+        view.finish(bundle_on_page(turn_bundle(record_shown, notebook)),
+                    redraw=with_events if _background_running(session) else None)
         if result.failure is not None:
             # The record stays in the cell (resume reads it); the cell fails with the
             # error's one line, so Run All, nbclient and papermill stop here and say why.
@@ -590,9 +598,11 @@ class _StreamView:
         # What was streamed, in order: ("answer", model text) or ("ours", safe markdown).
         self.parts: list[tuple[str, str]] = []
         self.handle: Any = None
-        self.notice_handle: Any = None
-        self.notice_shown = False  # whether notice_handle holds a notice (else a free spot)
         self.next_redraw = 0.0
+        # Once the cell has ended with background work still running: how to redraw the
+        # turn's output with the notices that came since (as events of the turn).
+        self.redraw: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None
+        self.late: list[dict[str, Any]] = []
 
     def events(self) -> TurnEvents:
         return TurnEvents(on_text=self._on_text, on_tool_start=self._on_tool,
@@ -634,29 +644,32 @@ class _StreamView:
         self.parts.append(("ours", "\n".join("> " + line for line in md_text(text).split("\n"))))
         self._show(force=True)
 
-    def finish(self, bundle: dict[str, Any], *, expect_notice: bool = False) -> None:
+    def finish(self, bundle: dict[str, Any], *,
+               redraw: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None) -> None:
+        """Show the turn record. ``redraw`` is given when background work (extraction, the
+        prefetch) still runs as the cell ends: a notice it sends later joins the turn's own
+        output as an event, since a display after the cell has ended would land in
+        whichever cell runs then, and a spot reserved for it would stay empty (and be
+        saved) whenever the work has nothing to say."""
         if self.handle is None:
-            display(bundle, raw=True)
+            self.handle = display(bundle, raw=True, display_id=redraw is not None)
         else:
             self.handle.update(bundle, raw=True)
-        if expect_notice and (self.notice_handle is None or self.notice_shown):
-            # Reserve a spot in this cell for background work (extraction, the prefetch)
-            # still running to report into, even after the cell has finished. Only then:
-            # an output that stays empty would be saved in the notebook for nothing.
-            self.notice_handle = display({"text/plain": ""}, raw=True, display_id=True)
-            self.notice_shown = False
+        self.redraw = redraw
 
     def _on_notice(self, text: str, payload: dict[str, Any]) -> None:
+        if self.redraw is not None and self.handle is not None:
+            event: dict[str, Any] = {"kind": "memory", "text": text}
+            if payload:
+                event["notice"] = payload
+            self.late.append(event)
+            self.handle.update(self.redraw(self.late), raw=True)
+            return
         # The notice names files the model chose: its markdown goes through the same rules.
         bundle: dict[str, Any] = {"text/markdown": safe_markdown(text), "text/plain": text}
         if payload:
             bundle["application/vnd.jupyter-memory.notice+json"] = payload
-        bundle = bundle_on_page(bundle)
-        if self.notice_handle is None or self.notice_shown:  # a notice never hides another
-            self.notice_handle = display(bundle, raw=True, display_id=True)
-        else:
-            self.notice_handle.update(bundle, raw=True)
-        self.notice_shown = True
+        display(bundle_on_page(bundle), raw=True)
 
     def close(self) -> None:
         if self.handle is not None:
@@ -701,7 +714,8 @@ class _TerminalView:
     def _on_notice(self, text: str, payload: dict[str, Any]) -> None:
         self._line(f"[memory] {text}")
 
-    def finish(self, bundle: dict[str, Any], *, expect_notice: bool = False) -> None:
+    def finish(self, bundle: dict[str, Any], *,
+               redraw: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None) -> None:
         answer = str((bundle.get(TURN_MIME) or {}).get("answer") or "")
         if not self.streamed and answer:
             self._write(answer)  # nothing streamed (a replayed or non-streaming answer)

@@ -7,10 +7,14 @@ generated from this module (``python scripts/palette_lab.py``) and a test
 checks it matches.
 
 Contrast (WCAG 2.x ratios, at least 3:1 for graphics): every fill against the bar's track
-(the free space, and the gap drawn between segments) in both themes; neighbours in the
+(the free space, and the gap drawn between segments) in every theme; neighbours in the
 bar's order against each other, dark and light fills alternating; the bar's outline
 against a white and a dark page. A missing category leaves two fills of the same
 lightness side by side, and the track-coloured gap between them keeps them apart.
+
+JupyterLab's "Dark High Contrast" theme keeps the dark fills on a black track inside a
+white outline (its own borders are white), keyed by the theme's name, so every fill
+stands further from the track than in the dark theme.
 
 Static copies have no theme: they use the light fills on a white track inside a grey
 outline, which reads on white and dark pages. In JupyterLab each segment also carries a
@@ -28,6 +32,7 @@ __all__ = [
     "HATCH",
     "OUTLINE",
     "THEMES",
+    "THEME_SELECTORS",
     "TRACK",
     "UNKNOWN",
     "CategoryColour",
@@ -40,8 +45,14 @@ __all__ = [
     "palette_ts",
 ]
 
-#: The themes a fill is chosen for: JupyterLab's light and dark ones.
-THEMES = ("light", "dark")
+#: The themes a fill is chosen for: JupyterLab's light, dark and dark high-contrast ones.
+THEMES = ("light", "dark", "high-contrast")
+#: The CSS selector each theme's variables are set under in the lab.
+THEME_SELECTORS = {
+    "light": ":root",
+    "dark": "body[data-jp-theme-light='false']",
+    "high-contrast": "body[data-jp-theme-name='JupyterLab Dark High Contrast']",
+}
 
 
 @dataclass(frozen=True)
@@ -53,11 +64,17 @@ class CategoryColour:
     dark: str
     tag: str
     words: str
+    #: The high-contrast theme's fill, when it is not the dark one.
+    high_contrast: str | None = None
 
     def fill(self, theme: str) -> str:
         if theme not in THEMES:
             raise ValueError(f"unknown theme {theme!r}; use one of {', '.join(THEMES)}")
-        return self.light if theme == "light" else self.dark
+        if theme == "light":
+            return self.light
+        if theme == "high-contrast" and self.high_contrast is not None:
+            return self.high_contrast
+        return self.dark
 
 
 #: The bar's order: what the request holds, then free space, then the autocompact buffer
@@ -70,7 +87,7 @@ CATEGORIES: tuple[CategoryColour, ...] = (
     CategoryColour("index", "#d86d22", "#a04e14", "X", "orange"),
     CategoryColour("memories", "#452600", "#f0c36a", "M", "dark brown / amber"),
     CategoryColour("messages", "#3f9c55", "#2f7340", "C", "green"),
-    CategoryColour("free", "#ffffff", "#111111", "F", "the bar's empty track"),
+    CategoryColour("free", "#ffffff", "#111111", "F", "the bar's empty track", "#000000"),
     CategoryColour("autocompact buffer", "#8a8a8a", "#6e6e6e", "B", "grey, hatched"),
 )
 BAR_ORDER: tuple[str, ...] = tuple(c.name for c in CATEGORIES)
@@ -79,9 +96,9 @@ _BY_NAME = {c.name: c for c in CATEGORIES}
 UNKNOWN = CategoryColour("other", "#5c5c5c", "#a8a8a8", "?", "grey")
 
 #: The bar's track (free space and the gaps between segments), per theme.
-TRACK = {"light": _BY_NAME["free"].light, "dark": _BY_NAME["free"].dark}
+TRACK = {theme: _BY_NAME["free"].fill(theme) for theme in THEMES}
 #: The bar's outline: at least 3:1 against the page, white or dark, in each theme.
-OUTLINE = {"light": "#767676", "dark": "#8a8a8a"}
+OUTLINE = {"light": "#767676", "dark": "#8a8a8a", "high-contrast": "#ffffff"}
 #: The buffer's hatching: darker stripes, so the buffer reads as reserved, not used.
 HATCH = "repeating-linear-gradient(-45deg, rgba(0,0,0,.3) 0 2px, transparent 2px 6px)"
 
@@ -137,7 +154,7 @@ def palette_css() -> str:
     (for viewers without this stylesheet); in JupyterLab the theme's fill wins.
     """
     lines = [f"/* {_HEADER} */", ""]
-    for theme, selector in (("light", ":root"), ("dark", "body[data-jp-theme-light='false']")):
+    for theme, selector in THEME_SELECTORS.items():
         lines.append(f"{selector} {{")
         for cat in (*CATEGORIES, UNKNOWN):
             fill = cat.fill(theme)

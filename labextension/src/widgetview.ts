@@ -12,6 +12,11 @@
  * layer is used while the kernel that made it runs, and the static copy
  * otherwise (reopened, restarted, untrusted, or no widget manager at all).
  *
+ * Before the live layer is made, the notebook's widget manager is asked whether
+ * it holds the output's model (`widgetModelExists`): jupyterlab-manager's own
+ * renderer logs "widget model not found" on the console for each output it
+ * cannot draw, so a reopened notebook would log one error per view.
+ *
  * The renderer needs the notebook's own render-mime registry (where
  * jupyterlab-manager registers the widget renderer with that notebook's widget
  * manager), so this is a plugin that binds a factory to each notebook's
@@ -34,6 +39,8 @@ const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 const STATIC_MIMES = ['text/html', 'text/plain'];
 // Ahead of the widget view (-10), which is ahead of every standard renderer.
 const RANK = -20;
+// On a view whose widget model the notebook's manager does not hold (static for good).
+const NO_MODEL_CLASS = 'jp-MemoryView-nomodel';
 
 /**
  * Shows an output's static copy, and its live widget when one can be made.
@@ -103,21 +110,47 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
     ) as IRenderMime.IRenderer;
     live.hide();
     this._live = live;
-    this.addWidget(live);
-    this._watchLive(live);
-    // The widget renderer reports a missing model as text in its own node and
-    // resolves; it only adds a child widget once the model's view exists.
-    void live.renderModel(model);
+    this.toggleClass(NO_MODEL_CLASS, false);
+    void this._showLiveIfModelExists(live, model, view.model_id);
   }
 
   dispose(): void {
     this._stopWatching();
+    // A live layer still waiting for its answer is not a child yet.
+    this._live?.dispose();
+    this._live = null;
     super.dispose();
   }
 
   /** True while the live widget is what is shown (for tests and styling). */
   get isLive(): boolean {
     return this.hasClass('jp-MemoryView-live');
+  }
+
+  /**
+   * Add the live layer once the widget manager says it holds the model; else keep
+   * the static copy and mark this view `jp-MemoryView-nomodel`. A renderer made
+   * before the notebook's manager exists waits here until `renderLive` replaces it.
+   */
+  private async _showLiveIfModelExists(
+    live: IRenderMime.IRenderer,
+    model: IRenderMime.IMimeModel,
+    modelId: string
+  ): Promise<void> {
+    const exists = await widgetModelExists(live, modelId);
+    if (this._live !== live || this.isDisposed) {
+      return; // replaced or closed meanwhile
+    }
+    if (!exists) {
+      live.dispose();
+      this._live = null;
+      this.toggleClass(NO_MODEL_CLASS, true);
+      return;
+    }
+    this.addWidget(live);
+    this._watchLive(live);
+    // The widget renderer only adds a child widget once the model's view exists.
+    void live.renderModel(model);
   }
 
   private _watchLive(live: Widget): void {
@@ -149,6 +182,53 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
   private _fallback: Widget | null = null;
   private _live: Widget | null = null;
   private _observer: MutationObserver | null = null;
+}
+
+/** The widget manager's side of jupyterlab-manager's renderer (widgets 8). */
+interface IWidgetManagerLike {
+  has_model(modelId: string): boolean;
+  restoredStatus: boolean;
+  restored: {
+    connect(slot: () => void): unknown;
+    disconnect(slot: () => void): unknown;
+  };
+}
+
+/**
+ * Whether the widget manager behind a widget renderer holds model `modelId`
+ * (from the running kernel, or restored from saved widget state).
+ *
+ * jupyterlab-manager keeps the manager in the renderer's `_manager` promise and
+ * has no public getter for it; a renderer without one (another version) answers
+ * true, so the live layer is tried as before. Waits for the manager to restore
+ * the models it can, as its own renderer does.
+ */
+export async function widgetModelExists(
+  renderer: IRenderMime.IRenderer,
+  modelId: string
+): Promise<boolean> {
+  const pending = (
+    renderer as unknown as {
+      _manager?: { promise?: Promise<IWidgetManagerLike> };
+    }
+  )._manager?.promise;
+  if (!pending) {
+    return true;
+  }
+  const manager = await pending;
+  if (!manager || typeof manager.has_model !== 'function') {
+    return true;
+  }
+  if (!manager.restoredStatus) {
+    await new Promise<void>(resolve => {
+      const done = () => {
+        manager.restored.disconnect(done);
+        resolve();
+      };
+      manager.restored.connect(done);
+    });
+  }
+  return manager.has_model(modelId);
 }
 
 /** The output's static copy of `type`, its HTML cleaned. */

@@ -1,4 +1,4 @@
-"""Shared setup of the browser tests: a JupyterLab subprocess and Debian's chromium.
+"""Shared setup of the browser tests: a JupyterLab (or Notebook 7) subprocess and chromium.
 
 Each test module gets its own JupyterLab server (root, HOME, config and memdir all under
 tmp) and fills it through its ``seed_lab`` fixture before the server starts. Locally the
@@ -62,14 +62,22 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: The front ends a module can run its server as (its ``app`` fixture): JupyterLab 4, or
+#: Notebook 7, which runs JupyterLab's notebook and render-mime machinery in its own shell.
+APPS = ("lab", "notebook")
+
+
 class Lab:
-    """A running JupyterLab subprocess and what the tests need to reach it.
+    """A running JupyterLab (or Notebook 7) subprocess and what the tests need to reach it.
 
     ``env`` holds extra environment variables for the server and its kernels; a module's
     ``seed_lab`` may add to it before the server starts.
     """
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, app: str = "lab") -> None:
+        if app not in APPS:
+            raise ValueError(f"unknown front end {app!r}; use one of {', '.join(APPS)}")
+        self.app = app
         self.root = base / "root"
         self.memdir = base / "memdir"
         self.home = base / "home"
@@ -112,7 +120,7 @@ class Lab:
         command = [
             sys.executable,
             "-m",
-            "jupyterlab",
+            "jupyterlab" if self.app == "lab" else "notebook",
             "--no-browser",
             "--allow-root",
             "--ip=127.0.0.1",
@@ -120,11 +128,16 @@ class Lab:
             "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.root}",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.expose_app_in_browser=True",
-            "--LabApp.extension_manager=readonly",
         ]
+        if self.app == "lab":
+            command += [
+                "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.expose_app_in_browser=True",
+                "--LabApp.extension_manager=readonly",
+            ]
+        else:
+            command += ["--JupyterNotebookApp.expose_app_in_browser=True"]
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             command, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT
@@ -132,7 +145,7 @@ class Lab:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited early:\n{self.log_tail()}")
+                raise RuntimeError(f"{self.app} exited early:\n{self.log_tail()}")
             try:
                 with urllib.request.urlopen(
                     f"{self.url}/api/status?token={self.token}", timeout=2
@@ -141,7 +154,7 @@ class Lab:
                         return
             except OSError:
                 time.sleep(0.5)
-        raise RuntimeError(f"JupyterLab did not answer within 120 s:\n{self.log_tail()}")
+        raise RuntimeError(f"{self.app} did not answer within 120 s:\n{self.log_tail()}")
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -161,6 +174,8 @@ class Lab:
         return "\n".join(text.splitlines()[-lines:])
 
     def page_url(self, path: str) -> str:
+        if self.app == "notebook":
+            return f"{self.url}/notebooks/{path}?token={self.token}"
         return f"{self.url}/lab/tree/{path}?token={self.token}&reset"
 
     def home_url(self) -> str:
@@ -198,6 +213,12 @@ def seed_lab() -> Callable[[Lab], None]:
 
 
 @pytest.fixture(scope="module")
+def app() -> str:
+    """The module's front end, one of :data:`APPS`; Notebook 7 modules override it."""
+    return "lab"
+
+
+@pytest.fixture(scope="module")
 def viewport() -> dict[str, int]:
     """The browser window of every page in a module; modules may override it."""
     return {"width": 1400, "height": 900}
@@ -212,8 +233,13 @@ def artifacts() -> Path:
 
 @pytest.fixture(scope="module")
 def lab(
-    tmp_path_factory: pytest.TempPathFactory, seed_lab: Callable[[Lab], None]
+    tmp_path_factory: pytest.TempPathFactory, seed_lab: Callable[[Lab], None], app: str
 ) -> Iterator[Lab]:
+    if app == "notebook":
+        try:
+            import notebook  # noqa: F401
+        except ImportError:
+            _unavailable("Notebook 7 is not installed (pip install 'notebook>=7')")
     if not CHROMIUM.exists():
         _unavailable(f"{CHROMIUM} not found (install it with: apt-get install -y chromium)")
     try:
@@ -225,7 +251,7 @@ def lab(
             "the jupyter-memory labextension is not installed in this environment "
             "(run `make setup`, which builds and links it)"
         )
-    lab = Lab(tmp_path_factory.mktemp("lab"))
+    lab = Lab(tmp_path_factory.mktemp(app), app)
     lab.root.mkdir()
     lab.memdir.mkdir()
     seed_lab(lab)

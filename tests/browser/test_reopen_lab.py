@@ -5,7 +5,8 @@ widget views of ``%context`` and ``%memory``. Before the lab extension's view re
 every such output read "Error displaying widget: model not found" although the static
 HTML was in the file. Here a notebook is made live in the browser (context view, memory
 browser, one agent turn), saved from JupyterLab, its kernel shut down, and reopened: the
-outputs show their static copies, the context bar and the memory table, and no error.
+outputs show their static copies, the context bar and the memory table, and no error,
+on the page or on the browser console.
 The same file without its trust signature (untrusted) reads the same, sanitized.
 Screenshots go to ``test-artifacts/`` (``reopened-*.png``; the docs copy them).
 """
@@ -20,7 +21,15 @@ from typing import Any
 
 import nbformat
 import pytest
-from lab_helpers import new_notebook, output, run_cell, shot
+from lab_helpers import (
+    console_errors,
+    free_segment_problems,
+    new_notebook,
+    output,
+    run_cell,
+    shot,
+    wait_for_static_views,
+)
 
 from jupyter_memory.context.models import DEFAULT_MODEL
 from jupyter_memory.localapi import FakeAnthropic, Turn
@@ -123,17 +132,6 @@ def _check_static_views(page: Any, *, trusted: bool = True) -> tuple[Any, Any]:
     return context, memories
 
 
-def _wait_for_widget_layer_to_give_up(page: Any) -> None:
-    """Wait until the hidden widget renderers have concluded the models are gone."""
-    page.wait_for_function(
-        "([sel, err]) => { const views = document.querySelectorAll(sel);"
-        " return views.length === 2 && [...views].every("
-        "   v => v.textContent.includes(err)); }",
-        arg=[VIEW, ERROR],
-    )
-    assert page.get_by_text(ERROR).filter(visible=True).count() == 0
-
-
 def test_live_views_save_and_reopen_without_their_kernel(
     page: Any, lab: Any, fake_model: FakeAnthropic, artifacts: Path
 ) -> None:
@@ -162,8 +160,12 @@ def test_live_views_save_and_reopen_without_their_kernel(
 
     # Reopened (trusted: Lab signed it on save) with a new kernel.
     reopened = page
+    errors = console_errors(reopened)
     _open(reopened, lab, path)
-    _wait_for_widget_layer_to_give_up(reopened)
+    # The widget manager holds no model for the views: they stay static, and nothing
+    # (jupyterlab-manager's renderer least of all) logs "widget model not found".
+    wait_for_static_views(reopened, VIEW, 2)
+    assert reopened.get_by_text(ERROR).filter(visible=True).count() == 0
     context, memories = _check_static_views(reopened)
     shot(context, artifacts, "reopened-context")
     shot(memories, artifacts, "reopened-memory")
@@ -180,6 +182,9 @@ def test_live_views_save_and_reopen_without_their_kernel(
     assert third.evaluate(
         "() => window.jupyterapp.shell.currentWidget.content.model.cells.get(2).trusted"
     ) is False
-    _check_static_views(third, trusted=False)
+    untrusted_context, _ = _check_static_views(third, trusted=False)
+    # JupyterLab's sanitiser keeps the free segment's width and fill (issue 31, item 10).
+    assert free_segment_problems(untrusted_context) == []
     assert third.get_by_text(ERROR).filter(visible=True).count() == 0
+    assert errors == []
     shot(third.locator(VIEW).nth(0), artifacts, "reopened-context-untrusted")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_helpers import axe_violations, new_notebook, output, run_cell, set_theme, shot
+from lab_helpers import axe_outputs, new_notebook, output, run_cell, set_theme, shot
 
 from jupyter_memory.memdir.store import MemoryStore
 
@@ -52,10 +52,6 @@ def test_axe_finds_nothing_serious_in_the_memory_and_context_views(
     output(memory).locator(WIDGET).first.wait_for(state="visible")
     context = run_cell(page, 2, "%context")
     output(context).locator(WIDGET).first.wait_for(state="visible")
-    found = {}
-    for name, cell in (("memory", memory), ("context", context)):
-        cell.evaluate("(el, name) => { el.dataset.axe = name; }", name)
-        cell.scroll_into_view_if_needed()
-        found[f"%{name}"] = axe_violations(page, axe_script, f"[data-axe={name}] .jp-OutputArea")
+    found = axe_outputs(page, axe_script, {"memory": memory, "context": context})
     shot(page, artifacts, f"widgets-axe-{theme.split()[-1].lower()}")
-    assert found == {"%memory": [], "%context": []}
+    assert found == {"memory": [], "context": []}

@@ -249,7 +249,11 @@ def test_no_display_path_puts_live_markup_on_the_page(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in widget_html  # a tool result
     updates = [where for where, _ in shown if where.startswith("%%agent") and "update" in where]
     assert len(updates) > 20, updates  # the stream's intermediate states were all checked
-    notices = [data for where, data in shown
+    # The notice: an output of its own while the cell runs, or an event of the turn's
+    # output once the cell has ended (both drawn by the paths checked above).
+    notices = [data["text/plain"] for where, data in shown
                if "application/vnd.jupyter-memory.notice+json" in data]
-    assert notices and "javascript" in notices[-1]["text/plain"]  # the hostile name, as text
+    notices += [e["text"] for _, data in shown if TURN_MIME in data
+                for e in data[TURN_MIME]["events"] if "notice" in e]
+    assert notices and "javascript" in notices[-1]  # the hostile name, as text
     assert any("Edit" in str(data.get("text/markdown", "")) for _, data in shown)

@@ -14,6 +14,7 @@ from IPython.utils.capture import capture_output
 from shell_helpers import fails, run
 
 from jupyter_memory.agent.extraction import hook_for
+from jupyter_memory.agent.loop import TURN_MIME
 from jupyter_memory.localapi import ToolCall, Turn
 from jupyter_memory.magics import load_ipython_extension
 from jupyter_memory.magics.commands import OPEN_MIME
@@ -238,10 +239,13 @@ def test_extraction_notice_lands_in_the_cell_and_undo_works(ip, memdir, fake_api
     with capture_output() as cap:
         ip.run_cell("%%agent\nNever print a whole data frame for me.", store_history=True)
         assert hook.wait(30)
-    notices = [o.data for o in cap.outputs
+    # A notice of its own while the cell runs; after it ended, an event of the turn's output.
+    notices = [o.data["application/vnd.jupyter-memory.notice+json"] for o in cap.outputs
                if "application/vnd.jupyter-memory.notice+json" in o.data]
+    notices += [e["notice"] for o in cap.outputs if TURN_MIME in o.data
+                for e in o.data[TURN_MIME]["events"] if "notice" in e]
     assert notices, "the extraction notice did not reach the cell"
-    payload = notices[-1]["application/vnd.jupyter-memory.notice+json"]
+    payload = notices[-1]
     assert payload["files"] == ["feedback_no_full_frames.md"]
     assert path.exists() and fake_api.failures == []
 
