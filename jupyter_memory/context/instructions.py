@@ -23,7 +23,7 @@ from jupyter_memory.memdir import frontmatter, trust_table
 from jupyter_memory.memdir.basedir import config_base, home_dir
 from jupyter_memory.memdir.gateway import Root, config_root, never_imported
 from jupyter_memory.memdir.globs import Glob
-from jupyter_memory.memdir.markdown import code_spans, fence_flags
+from jupyter_memory.memdir.markdown import code_span_bounds, fence_flags
 from jupyter_memory.memdir.project import find_project_root
 from jupyter_memory.memdir.trust_table import LOCAL, PROJECT, USER
 
@@ -563,6 +563,7 @@ _BLANK = re.compile(r"[^\n]")
 _IMPORT = re.compile(r"(?<!\S)@((?:[^\s\\]|\\ )+)")
 _HEADING_START = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _TRAILING_PUNCT = ".,;:!?)]}'\""
+_PATH_START = re.compile(r"[A-Za-z0-9._-]")
 
 
 def strip_html_comments(text: str) -> str:
@@ -611,15 +612,15 @@ def _blank(text: str) -> str:
     return _BLANK.sub(" ", text)
 
 
-def _code_regions(text: str) -> tuple[list[int], list[int]]:
+def _code_regions(text: str) -> tuple[Sequence[int], Sequence[int]]:
     """Starts and ends of the fenced blocks and inline code spans of ``text``, in order and
-    apart, as two flat lists: what :func:`find_imports` must not read as imports.
+    apart: what :func:`find_imports` must not read as imports.
 
     Spans are found after the fenced blocks are blanked, as a reader of markdown sees them;
     a text without backticks or tildes skips both scans.
     """
-    starts: list[int] = []
-    ends: list[int] = []
+    fence_starts: list[int] = []
+    fence_ends: list[int] = []
     blanked = text
     if "```" in text or "~~~" in text:
         lines = text.splitlines(keepends=True)
@@ -627,26 +628,25 @@ def _code_regions(text: str) -> tuple[list[int], list[int]]:
         offset = 0
         for line, fenced in zip(lines, fence_flags(lines), strict=True):
             if fenced:
-                if ends and ends[-1] == offset:
-                    ends[-1] = offset + len(line)  # one region per block
+                if fence_ends and fence_ends[-1] == offset:
+                    fence_ends[-1] = offset + len(line)  # one region per block
                 else:
-                    starts.append(offset)
-                    ends.append(offset + len(line))
+                    fence_starts.append(offset)
+                    fence_ends.append(offset + len(line))
                 pieces.append(_blank(line))
             else:
                 pieces.append(line)
             offset += len(line)
-        if starts:
+        if fence_starts:
             blanked = "".join(pieces)
-    if "`" in blanked:
-        fences = list(zip(starts, ends, strict=True))
-        spans = list(code_spans(blanked))
-        if fences:
-            merged = sorted(fences + spans)
-            starts, ends = [s for s, _ in merged], [e for _, e in merged]
-        else:
-            starts, ends = [s for s, _ in spans], [e for _, e in spans]
-    return starts, ends
+    if "`" not in blanked:
+        return fence_starts, fence_ends
+    span_starts, span_ends = code_span_bounds(blanked)
+    if not fence_starts:
+        return span_starts, span_ends
+    merged = sorted([*zip(fence_starts, fence_ends, strict=True),
+                     *zip(span_starts, span_ends, strict=True)])
+    return [s for s, _ in merged], [e for _, e in merged]
 
 
 def find_imports(text: str) -> list[str]:
@@ -654,26 +654,28 @@ def find_imports(text: str) -> list[str]:
 
     The ``@`` must start a token (so ``ana@example.com`` is not an import); ``\\ ``
     escapes a space in a path. Tokens that cannot be paths (``@``, ``@@x``, ``@#x``)
-    are left out. A token ends where code begins (``@a`b` `` is ``a``). The code regions
-    are kept as offsets, not as a blanked copy of the text: a file of code spans would
-    otherwise cost a string per span.
+    are left out. A token ends where code begins. The code regions are kept as offsets,
+    not as a blanked copy of the text: a file of code spans would otherwise cost a string
+    per span.
     """
     if "@" not in text:
         return []
     starts, ends = _code_regions(text)
     tokens: list[str] = []
     for m in _IMPORT.finditer(text):
-        at, end = m.start(), m.end()
-        region = bisect.bisect_right(starts, at) - 1
-        if region >= 0 and at < ends[region]:
-            continue  # inside code
-        following = region + 1
-        if following < len(starts) and starts[following] < end:
-            end = starts[following]  # the token stops where code starts
-        raw = text[m.start(1):end]
-        if not raw:
-            continue
-        token = raw.replace("\\ ", " ")
+        token = m.group(1)
+        if starts:
+            at, end = m.start(), m.end()
+            region = bisect.bisect_right(starts, at) - 1
+            if region >= 0 and at < ends[region]:
+                continue  # inside code
+            following = region + 1
+            if following < len(starts) and starts[following] < end:
+                token = text[m.start(1):starts[following]]  # it stops where code starts
+                if not token:
+                    continue
+        if "\\" in token:
+            token = token.replace("\\ ", " ")
         if _looks_like_path(token):
             tokens.append(token)
     return tokens
@@ -684,7 +686,7 @@ def _looks_like_path(token: str) -> bool:
         return True
     if token.startswith("/"):
         return len(token) > 1
-    return bool(re.match(r"[A-Za-z0-9._-]", token)) and token not in (".", "..")
+    return bool(_PATH_START.match(token)) and token not in (".", "..")
 
 
 def _import_target(token: str, folder: Path, home: Path) -> Path | None:

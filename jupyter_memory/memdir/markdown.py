@@ -16,7 +16,7 @@ import re
 from array import array
 from collections.abc import Iterator, Sequence
 
-__all__ = ["code_spans", "fence_flags", "fence_open_at_end"]
+__all__ = ["code_span_bounds", "code_spans", "fence_flags", "fence_open_at_end"]
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _BACKTICKS = re.compile(r"`+")
@@ -59,14 +59,20 @@ def fence_open_at_end(lines: Sequence[str]) -> bool:
 
 
 def code_spans(text: str) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of each inline code span of ``text``, backticks included, in order.
+    """``(start, end)`` of each inline code span of ``text``, backticks included, in order."""
+    starts, ends = code_span_bounds(text)
+    return zip(starts, ends, strict=True)
+
+
+def code_span_bounds(text: str) -> tuple[array[int], array[int]]:
+    """The starts and the ends of the inline code spans of ``text``, backticks included, in
+    order, as two flat arrays (a file of backticks makes a span every few bytes).
 
     A run of backticks opens a span that ends at the next run of the same length within
     the paragraph (a blank line ends it); a run with no such partner is plain text, and
     the search goes on after it. Each run is paired with its partner from a table built
     once, so unclosed runs cost nothing more (looking ahead from every opening run, as a
-    plain reading of the rule does, is quadratic in a file of unclosed backticks). The
-    table is kept in flat arrays: a file of backticks makes a run every few bytes.
+    plain reading of the rule does, is quadratic in a file of unclosed backticks).
     """
     breaks = [m.start() for m in _PARAGRAPH_BREAK.finditer(text)]
     starts, ends = array("q"), array("q")
@@ -84,11 +90,14 @@ def code_spans(text: str) -> Iterator[tuple[int, int]]:
         key = paragraph * stride + ends[index] - start
         partner[index] = later.get(key, 0)
         later[key] = index
+    span_starts, span_ends = array("q"), array("q")
     index = 0
     while index < len(starts):
         close = partner[index]
         if close:
-            yield starts[index], ends[close]
+            span_starts.append(starts[index])
+            span_ends.append(ends[close])
             index = close + 1
         else:
             index += 1
+    return span_starts, span_ends

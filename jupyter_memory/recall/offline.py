@@ -246,16 +246,53 @@ def _tokens(text: str) -> tuple[str, ...]:
     # One string per distinct CJK term (stems come shared from _stem's cache): a long text
     # that repeats its words then holds a pointer per word, not a new string.
     same: dict[str, str] = {}
-    for match in _TOKEN_RE.finditer(_normalise(text)):
-        token = match.group(0)
-        if token[0].isascii():
-            token = token.split("'", 1)[0]
-            if token in _STOP or token in _NEGATIONS or (len(token) < 2 and not token.isdigit()):
-                continue
-            out.append(_stem(token))
-        else:
-            out.extend([same.setdefault(term, term) for term in _cjk_tokens(token)])
+    for piece in _pieces(text):
+        for match in _TOKEN_RE.finditer(_normalise(piece)):
+            token = match.group(0)
+            if token[0].isascii():
+                token = token.split("'", 1)[0]
+                if token in _STOP or token in _NEGATIONS or (
+                        len(token) < 2 and not token.isdigit()):
+                    continue
+                out.append(_stem(token))
+            else:
+                out.extend([same.setdefault(term, term) for term in _cjk_tokens(token)])
     return tuple(out)
+
+
+PIECE_CHARS = 32_768
+"""A long text is normalised and tokenized this many characters at a time (cut at a
+space): each pass of :func:`_normalise` then runs over a piece that stays in the CPU's
+caches, so a megabyte costs what a thousand short texts cost."""
+_CUT_AFTER = re.compile(r"\s+")
+_NEAR_CUT = ("like", "for")  # "like for like" is one term, across its spaces
+
+
+def _pieces(text: str) -> Iterable[str]:
+    """``text`` in pieces whose normal forms and terms join to those of the whole: each cut
+    falls after a run of white space, before a character that starts a new grapheme, and
+    not inside "like for like"."""
+    if len(text) <= PIECE_CHARS:
+        yield text
+        return
+    start = 0
+    while len(text) - start > PIECE_CHARS:
+        cut = -1
+        for space in _CUT_AFTER.finditer(text, start + PIECE_CHARS):
+            end = space.end()
+            if end >= len(text):
+                break
+            near = text[max(0, space.start() - 4):end + 4].lower()
+            if not unicodedata.combining(text[end]) and not any(w in near for w in _NEAR_CUT):
+                cut = end
+                break
+            if end - start > 2 * PIECE_CHARS:
+                break  # no cut nearby: the rest goes as one piece
+        if cut < 0:
+            break
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
 
 
 def has_negation(text: str) -> bool:
