@@ -624,7 +624,6 @@ def _code_regions(text: str) -> tuple[Sequence[int], Sequence[int]]:
     blanked = text
     if "```" in text or "~~~" in text:
         lines = text.splitlines(keepends=True)
-        pieces: list[str] = []
         offset = 0
         for line, fenced in zip(lines, fence_flags(lines), strict=True):
             if fenced:
@@ -633,12 +632,15 @@ def _code_regions(text: str) -> tuple[Sequence[int], Sequence[int]]:
                 else:
                     fence_starts.append(offset)
                     fence_ends.append(offset + len(line))
-                pieces.append(_blank(line))
-            else:
-                pieces.append(line)
             offset += len(line)
-        if fence_starts:
-            blanked = "".join(pieces)
+        if fence_starts and "`" in text:  # spans are read with the blocks blanked
+            parts: list[str] = []
+            done = 0
+            for start, end in zip(fence_starts, fence_ends, strict=True):
+                parts += [text[done:start], _blank(text[start:end])]
+                done = end
+            parts.append(text[done:])
+            blanked = "".join(parts)
     if "`" not in blanked:
         return fence_starts, fence_ends
     span_starts, span_ends = code_span_bounds(blanked)
@@ -662,18 +664,22 @@ def find_imports(text: str) -> list[str]:
         return []
     starts, ends = _code_regions(text)
     tokens: list[str] = []
+    region, regions = 0, len(starts)  # the first code region not yet behind the scan
     for m in _IMPORT.finditer(text):
         token = m.group(1)
-        if starts:
-            at, end = m.start(), m.end()
-            region = bisect.bisect_right(starts, at) - 1
-            if region >= 0 and at < ends[region]:
-                continue  # inside code
-            following = region + 1
-            if following < len(starts) and starts[following] < end:
-                token = text[m.start(1):starts[following]]  # it stops where code starts
-                if not token:
-                    continue
+        if region < regions:
+            # Matches and regions both come in order: walk along them (looking each match
+            # up in the regions instead costs a cache miss per step on a long file).
+            at = m.start()
+            while region < regions and ends[region] <= at:
+                region += 1
+            if region < regions:
+                if starts[region] <= at:
+                    continue  # inside code
+                if starts[region] < m.end():
+                    token = text[m.start(1):starts[region]]  # it stops where code starts
+                    if not token:
+                        continue
         if "\\" in token:
             token = token.replace("\\ ", " ")
         if _looks_like_path(token):
