@@ -246,7 +246,7 @@ def _tokens(text: str) -> tuple[str, ...]:
     # One string per distinct CJK term (stems come shared from _stem's cache): a long text
     # that repeats its words then holds a pointer per word, not a new string.
     same: dict[str, str] = {}
-    for piece in _pieces(text):
+    for piece in (text,) if len(text) <= PIECE_CHARS else _pieces(text):
         for match in _TOKEN_RE.finditer(_normalise(piece)):
             token = match.group(0)
             if token[0].isascii():
@@ -260,34 +260,30 @@ def _tokens(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-PIECE_CHARS = 32_768
+PIECE_CHARS = 16_384
 """A long text is normalised and tokenized this many characters at a time (cut at a
 space): each pass of :func:`_normalise` then runs over a piece that stays in the CPU's
 caches, so a megabyte costs what a thousand short texts cost."""
-_CUT_AFTER = re.compile(r"\s+")
+_CUT = re.compile(r"(?<=\w)\s+(?=\w)")
 _NEAR_CUT = ("like", "for")  # "like for like" is one term, across its spaces
 
 
 def _pieces(text: str) -> Iterable[str]:
-    """``text`` in pieces whose normal forms and terms join to those of the whole: each cut
-    falls after a run of white space, before a character that starts a new grapheme, and
-    not inside "like for like"."""
-    if len(text) <= PIECE_CHARS:
-        yield text
-        return
+    """``text`` in pieces whose normal forms and terms join to those of the whole.
+
+    A cut falls in white space between two word characters (so not before a combining mark
+    or inside a hyphenated run) and not next to "like" or "for" ("like for like" is one
+    term). Where no such cut comes within a few pieces' length, the rest is one piece.
+    """
     start = 0
     while len(text) - start > PIECE_CHARS:
         cut = -1
-        for space in _CUT_AFTER.finditer(text, start + PIECE_CHARS):
-            end = space.end()
-            if end >= len(text):
+        for space in _CUT.finditer(text, start + PIECE_CHARS, start + 4 * PIECE_CHARS):
+            before = unicodedata.normalize("NFKC", text[max(0, space.start() - 8):space.start()])
+            after = unicodedata.normalize("NFKC", text[space.end():space.end() + 8])
+            if not (before.lower().endswith(_NEAR_CUT) or after.lower().startswith(_NEAR_CUT)):
+                cut = space.end()
                 break
-            near = text[max(0, space.start() - 4):end + 4].lower()
-            if not unicodedata.combining(text[end]) and not any(w in near for w in _NEAR_CUT):
-                cut = end
-                break
-            if end - start > 2 * PIECE_CHARS:
-                break  # no cut nearby: the rest goes as one piece
         if cut < 0:
             break
         yield text[start:cut]
