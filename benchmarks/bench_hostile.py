@@ -353,6 +353,8 @@ CASES: list[Case] = [
     # recall: the offline selector's text handling
     text_case("tokenize (offline selector)", "CJK and combining characters",
               lambda n: fill("数据框的收入\u0301 camelCaseWord ", n), _tokenize),
+    text_case("tokenize (offline selector)", "hyphens and spaces, no cut between words",
+              lambda n: fill("- ", n), _tokenize),
     text_case("has_negation", "contractions", lambda n: fill("don't isn't ", n),
               offline.has_negation),
     text_case("has_negation", "words, none a negation", lambda n: fill("plain words here ", n),
