@@ -32,6 +32,7 @@ __all__ = [
     "HATCH",
     "OUTLINE",
     "THEMES",
+    "THEME_BASE",
     "THEME_SELECTORS",
     "TRACK",
     "UNKNOWN",
@@ -53,6 +54,9 @@ THEME_SELECTORS = {
     "dark": "body[data-jp-theme-light='false']",
     "high-contrast": "body[data-jp-theme-name='JupyterLab Dark High Contrast']",
 }
+#: A theme whose page also matches another's selector: its block holds only what differs
+#: (the high-contrast theme is a dark theme, so the dark block applies to it first).
+THEME_BASE = {"high-contrast": "dark"}
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,16 @@ def _var(name: str, what: str = "") -> str:
     return f"--jm-context-{category_class(name)[len('jm-cat-'):]}{what}"
 
 
+def _theme_values(theme: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for cat in (*CATEGORIES, UNKNOWN):
+        values[_var(cat.name)] = cat.fill(theme)
+        values[_var(cat.name, "-ink")] = ink(cat.fill(theme))
+    values["--jm-context-track"] = TRACK[theme]
+    values["--jm-context-outline"] = OUTLINE[theme]
+    return values
+
+
 def palette_css() -> str:
     """CSS variables per theme and one rule per category class.
 
@@ -155,13 +169,13 @@ def palette_css() -> str:
     """
     lines = [f"/* {_HEADER} */", ""]
     for theme, selector in THEME_SELECTORS.items():
+        values = _theme_values(theme)
+        base = THEME_BASE.get(theme)
+        if base is not None:  # its page matches the base theme's selector too
+            inherited = _theme_values(base)
+            values = {k: v for k, v in values.items() if inherited[k] != v}
         lines.append(f"{selector} {{")
-        for cat in (*CATEGORIES, UNKNOWN):
-            fill = cat.fill(theme)
-            lines.append(f"  {_var(cat.name)}: {fill};")
-            lines.append(f"  {_var(cat.name, '-ink')}: {ink(fill)};")
-        lines.append(f"  --jm-context-track: {TRACK[theme]};")
-        lines.append(f"  --jm-context-outline: {OUTLINE[theme]};")
+        lines += [f"  {name}: {value};" for name, value in values.items()]
         lines.append("}")
         lines.append("")
     for cat in (*CATEGORIES, UNKNOWN):

@@ -34,3 +34,5 @@ def test_the_lab_stylesheet_keys_the_theme_by_name_after_the_dark_rules():
     block = css[hc:css.index("}", hc)]
     assert "--jm-context-track: #000000;" in block
     assert "--jm-context-outline: #ffffff;" in block
+    # The fills it shares with the dark theme come from the dark block, not a copy.
+    assert "--jm-context-system:" not in block
