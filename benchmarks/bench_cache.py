@@ -36,11 +36,10 @@ from jupyter_memory.recall.model_selector import SELECTOR_TOOL_NAME
 
 #: Share of all input tokens, over every call of the session, read from the cache.
 GOALS = {"index": 0.96, "prefetch": 0.90}
-#: What CI's quick check fails below (the share is exact, not noisy: a floor marks a goal
-#: that breakpoints alone cannot reach). In index mode the extraction fork's own
-#: instruction (its task and the manifest, 3.7% of all input) and the session notes (0.9%)
-#: are input that no later call repeats, so no cache can serve them.
-FLOORS = {"index": 0.93, "prefetch": 0.90}
+#: What CI's check fails below. The share is exact for this workload (token counts on a
+#: simulated clock, no noise), so the floor is the goal itself: a change that makes any
+#: call send more uncached input shows at once.
+FLOORS = {"index": 0.96, "prefetch": 0.90}
 KINDS = ("main", "extraction", "selector", "notes", "summary")
 TURNS = 30
 GAP_SECONDS = 30.0

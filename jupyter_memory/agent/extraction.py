@@ -42,20 +42,21 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jupyter_memory.agent.hooks import TurnHook, TurnInProgress, TurnOutcome
 from jupyter_memory.agent.tools import PermissionPolicy, ToolContext, ToolRegistry, ToolResult
-from jupyter_memory.context.assemble import assemble
+from jupyter_memory.context.assemble import IndexPart, assemble
 from jupyter_memory.context.call_log import calling
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import InvalidPath, JupyterMemoryError
 from jupyter_memory.memdir import frontmatter, trust_table
 from jupyter_memory.memdir.clock import now_iso
-from jupyter_memory.memdir.index import INDEX_NAME
+from jupyter_memory.memdir.index import INDEX_NAME, normalize_file, parse_index, readings
+from jupyter_memory.memdir.record import Memory
 from jupyter_memory.memdir.scan import manifest, scan
 from jupyter_memory.memdir.store import MemoryStore, WriteResult
 from jupyter_memory.recall.caches import scan_cache
@@ -78,6 +79,7 @@ __all__ = [
     "UndoReport",
     "WriteTrackingStore",
     "describe_error",
+    "existing_memories",
     "extraction_prompt",
     "hook_for",
     "memory_registry",
@@ -234,52 +236,86 @@ def _current(store: MemoryStore, rel: str) -> bytes | None:
 
 
 def extraction_prompt(
-    new_messages: int, existing: str, memdir: str, today: str, *, maintain_index: bool,
+    new_messages: int, existing: str, memdir: str, *, maintain_index: bool,
     max_calls: int = MAX_CALLS, team: bool = False,
 ) -> str:
     """The instruction appended to the forked conversation (our own words).
 
+    It is input that no later call repeats, so no cache can serve it: it says only what the
+    shared prefix does not. The memory folder, its rules (types, what not to save, how to
+    write a topic file) and today's date are in the system prompt and context the fork
+    shares with the main agent, and ``existing`` (:func:`existing_memories`) lists only what the
+    memory index in that context does not already show.
     With ``team`` the nested team folder is writable too, and the scope rules say which
     memories go there (docs/reference.md#agent-memory).
     """
     index_step = (
-        "The index MEMORY.md follows topic files with frontmatter automatically; do not "
-        "edit it." if maintain_index else
-        "After writing a topic file, add or update its one-line pointer in MEMORY.md "
-        "(Read it first), as the memory rules above describe."
+        "Do not edit MEMORY.md: it follows the topic files." if maintain_index else
+        "Then add or update the file's pointer line in MEMORY.md (Read it first)."
     )
-    listing = existing or "(no memories yet)"
     return f"""\
-You are now the memory extraction agent. The person does not see this exchange; it runs \
-in the background after the conversation above. Your only task is to decide whether the \
-last {new_messages} messages above contain anything worth keeping in long-term memory, and \
-if so, to save it in `{memdir}`.
+You are now the memory extraction agent, running in the background after the conversation \
+above (the person does not see it). If the last {new_messages} messages hold anything worth \
+keeping, save it in your memory folder as the memory rules of your system prompt say; when \
+in doubt, save nothing.
 
-Save only durable facts of the four memory types that a future session could not \
-recover from the files, the data or the notebook: who the person is, how they want you to \
-work (corrections and confirmed approaches), decisions and context of the project, and \
-where things live in outside systems. Do not save code structure, file paths, schemas or \
-anything derivable from the current state; not history or recent changes; not debugging \
-recipes; not what the instruction files already say; not the task's progress or \
-temporary state; never credentials. When in doubt, save nothing.
+{existing or "There are no memories yet."}
 
-These memories exist already (type, file, last change, description):
-{listing}
+Update a memory that covers the same fact rather than adding one, and Read a file before \
+you Edit or overwrite it. {index_step} You may use Read, Grep and Glob, and Write and Edit \
+inside the memory folder; nothing can be deleted. You have {max_calls} model calls at most: \
+read in one response, write in the next. Answer "Nothing to save." if nothing is worth saving, \
+else one short line naming the files you saved.""" + (_TEAM_STEP.format(memdir=memdir) if team else "")
 
-How to save:
-- Update an existing memory that covers the same fact instead of writing a new one; \
-Read a file before you Edit or overwrite it.
-- One fact per file, with frontmatter `name`, `description` (one specific line: it is \
-all a future search sees) and `type`; feedback and project memories carry a \
-**Why:** line and a **How to apply:** line.
-- Today's date is {today}: write absolute dates, never "yesterday" or "last week".
-- {index_step}
 
-You may use Read, Grep and Glob, and Write and Edit inside `{memdir}` only; nothing \
-else, and nothing can be deleted. You have at most {max_calls} model calls: read what you \
-need in one response (several calls at once), then write in the next. If nothing is \
-worth saving, answer "Nothing to save." without calling a tool. Otherwise finish with one \
-short line naming the files you saved.""" + (_TEAM_STEP.format(memdir=memdir) if team else "")
+def existing_memories(
+    memories: Sequence[Memory], *, index: IndexPart | None = None,
+    team_index: IndexPart | None = None, loaded_at: float | None = None,
+) -> str:
+    """What the fork is told of the memories that exist (docs/reference.md#the-extraction-agent).
+
+    The reference gives the fork the whole manifest up front. When the fork's context
+    already holds the memory index (index mode: ``index`` as loaded at ``loaded_at``, and
+    ``team_index`` for a team folder inside the memdir), repeating the files it points to
+    would only send them twice, so the manifest names what that index does not show:
+    memories it has no pointer for, memories changed since it was loaded, and pointers
+    whose file is gone. Without such an index (prefetch mode, an index cut by its limits
+    or not loaded), the whole manifest is given.
+    """
+    if not memories and (index is None or not index.text.strip()):
+        return "There are no memories yet."
+    head = "These memories exist (type, file, last change, description):\n"
+    if (index is None or loaded_at is None or index.truncated_by or index.warning
+            or (team_index is not None and (team_index.truncated_by or team_index.warning))):
+        return head + manifest(memories)
+    entries = [(entry, "") for entry in parse_index(index.text).entries]
+    if team_index is not None:
+        entries += [(entry, "team/") for entry in parse_index(team_index.text).entries]
+    pointed: set[str] = set()
+    for entry, prefix in entries:
+        pointed.update(prefix + name for name in readings(entry.file))
+    present = {memory.file for memory in memories}
+    unseen = [m for m in memories if m.file not in pointed or m.mtime > loaded_at]
+    gone = sorted({prefix + normalize_file(entry.file) for entry, prefix in entries
+                   if not any(prefix + name in present for name in readings(entry.file))})
+    shown = len(present & pointed)
+    if not memories:
+        text = "There are no memories yet."
+        if gone:
+            text += (" These pointers of the memory index in your context lead to files that "
+                     "no longer exist: " + ", ".join(gone))
+        return text
+    which = "MEMORY.md and team/MEMORY.md" if team_index is not None else "MEMORY.md"
+    text = (f"The memory index in your context ({which}) points to {shown} of the "
+            f"{len(memories)} memories that exist")
+    if unseen:
+        text += ("; new or changed since it was loaded (type, file, last change, "
+                 "description):\n" + manifest(unseen))
+    else:
+        text += "; none changed since it was loaded."
+    if gone:
+        text += "\nThese of its pointers lead to files that no longer exist: " + ", ".join(gone)
+    return text
 
 
 _TEAM_STEP = """
@@ -662,9 +698,13 @@ class ExtractionHook(TurnHook):
             run_tool = self._tool_runner(registry, ctx, memdir, work if approval else None)
             new = self._since_cursor(request.messages)
             team_store = _nested_team(session, memdir) if area is None else None
+            in_context = session.request_state(list(request.messages))
+            existing = existing_memories(
+                scan(memdir, cache=scan_cache(memdir)), index=in_context.index,
+                team_index=in_context.team_index if team_store is not None else None,
+                loaded_at=session.memory.snapshot_at)
             prompt = extraction_prompt(
-                len(new), manifest(scan(memdir, cache=scan_cache(memdir))), str(memdir),
-                session.today(),
+                len(new), existing, str(memdir),
                 maintain_index=session.config.maintain_index, max_calls=self.max_calls,
                 team=team_store is not None)
             first = {"role": "user", "content": [{"type": "text", "text": prompt}]}

@@ -10,6 +10,7 @@ defined agent has an :class:`AgentMemory`: the agent's own folder, no team folde
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,6 +49,9 @@ class MemoryContext:
         self._maintain_index = False
         self._mark_provenance = True
         self._snapshot: tuple[list[InstructionPart], IndexPart | None] | None = None
+        #: When the snapshot was taken (``time.time()``, read before the files): a memory
+        #: changed after it is not what the index in the requests shows.
+        self.snapshot_at: float | None = None
         self._team_index: IndexPart | None = None
         self._notebook: str | None = None
         #: The folders this session may reach (memdir/gateway.py), declared by reload().
@@ -192,6 +196,7 @@ class MemoryContext:
     def pieces(self) -> tuple[list[InstructionPart], IndexPart | None]:
         """The instruction files and index of the session's ``messages[0]``."""
         if self._snapshot is None:
+            self.snapshot_at = time.time()
             self._snapshot = (self.instruction_parts(), self.index_part())
         return self._snapshot
 

@@ -145,7 +145,12 @@ def test_extraction_runs_writes_and_saw_the_main_tool_list(session, hook, router
     assert first["messages"][len(conversation)]["role"] == "assistant"
     instruction = first["messages"][-1]["content"][-1]["text"]
     assert MARKER in instruction
-    assert "[user] user_analyst.md" in instruction and "Senior analyst who prefers SQL" in instruction
+    # The index in the shared context already points to the one memory, unchanged since it
+    # was loaded: the manifest says so instead of listing it again.
+    assert "points to 1 of the 1 memories" in instruction, instruction
+    assert "none changed since it was loaded." in instruction
+    assert "user_analyst.md" not in instruction
+    assert "user_analyst.md" in first["messages"][0]["content"][0]["text"]
     assert "last 2 messages" in instruction
     assert len(router.extract_bodies) == 3
 
@@ -530,7 +535,7 @@ def test_a_run_stops_after_five_model_calls(session, hook, router, fake_api):
     assert len(router.extract_bodies) == 5 and len(router.extract) == 1
     run = hook.runs[-1]
     assert run.calls == 5 and run.status == "nothing" and hook.failures == 0
-    assert "at most 5 model calls" in router.extract_bodies[0]["messages"][-1]["content"][-1][
+    assert "You have 5 model calls at most" in router.extract_bodies[0]["messages"][-1]["content"][-1][
         "text"]
     assert fake_api.failures == []
 
@@ -554,3 +559,30 @@ def test_a_notice_that_cannot_reach_its_cell_comes_with_the_next_turn(
     assert any(e["kind"] == "memory" and "Saved 1 memory" in e["text"]
                for e in later.record["events"])
     assert hook.undelivered == []
+
+
+def test_the_next_run_names_the_memory_the_last_run_saved(session, hook, router, fake_api):
+    """The index in the shared context was loaded before the first run saved a memory, so
+    the second run's instruction names that memory (and only it) as new since then."""
+    path = session.memdir / "feedback_no_full_frames.md"
+    router.main.extend([Turn(text="Noted."), Turn(text="Here is the head.")])
+    router.extract.extend([
+        Turn(tool_calls=[ToolCall("Write", {"file_path": str(path), "content": FEEDBACK})]),
+        Turn(text="Saved feedback_no_full_frames.md."),
+        Turn(text="Nothing to save."),
+    ])
+    turn(session, "Please never print a whole data frame for me.")
+    assert hook.wait(120)
+    turn(session, "Show me the sales table.")
+    assert hook.wait(120)
+    assert fake_api.failures == []
+    first, second = router.extract_bodies[0], router.extract_bodies[-1]
+    assert len(router.extract_bodies) == 3
+    said = [body["messages"][-1]["content"][-1]["text"] for body in (first, second)]
+    assert "There are no memories yet." in said[0]
+    # The memdir of these tests keeps no index by itself, so nothing points to the file.
+    assert "points to 0 of the 1 memories that exist; new or changed since it was loaded" in said[1]
+    assert "[feedback] feedback_no_full_frames.md" in said[1]
+    assert "Show df.head() and the shape, never a whole data frame" in said[1]
+    # The main calls kept the index they started with: their cached prefix did not move.
+    assert "feedback_no_full_frames.md" not in json.dumps(router.main_bodies[-1]["messages"][0])
