@@ -37,6 +37,7 @@ from bench_cache import scripted_turns
 
 from jupyter_memory.agent.loop import TURN_MIME, run_turn
 from jupyter_memory.agent.session import AgentConfig, Session
+from jupyter_memory.context.part_refs import resolve
 from jupyter_memory.context.request_parts import (
     RECORD_VERSION,
     PartStore,
@@ -113,6 +114,10 @@ def goals_met(res: dict[str, Any]) -> tuple[bool, bool]:
             res["growth"] <= GROWTH_GOAL)
 
 
+def _missing(digest: str) -> Any:
+    raise SystemExit(f"bench_notebook_size: the notebook lacks the part {digest}")
+
+
 #: The keys of a request entry that its reference form replaces.
 _REFERENCE_KEYS = ("params", "system", "tools", "conversation", "cache_marks", "body")
 
@@ -127,20 +132,25 @@ def restore_notebook(path: Path) -> tuple[int, int, nbformat.NotebookNode]:
     records = [o["data"][TURN_MIME] for o in outputs]
     parts = notebook_parts(records)
     stores: dict[str, PartStore] = {}
+    def whole(value: Any) -> Any:  # a version-3 record's texts are references
+        return resolve(value, parts.get, _missing)
+
     for output, record in zip(outputs, records, strict=True):
         version = record.get("version", 1)
         store = stores.setdefault(str(record.get("session_id")), PartStore())
-        with store.batch(keep=record.get("status") != "error") as batch:
+        # Every record of a saved notebook is on its page, a failed turn's too (the magic
+        # adopts its parts), so each batch is kept.
+        with store.batch() as batch:
             requests = [{**{k: v for k, v in e.items() if k not in _REFERENCE_KEYS},
                          **batch.request(expand_request(e, parts, version=version))}
                         for e in record.get("requests") or []]
             new = {**record, "version": RECORD_VERSION, "requests": requests,
-                   "messages": batch.texts(record.get("messages") or []),
-                   "tool_calls": batch.texts(record.get("tool_calls") or [])}
+                   "messages": batch.texts(whole(record.get("messages") or [])),
+                   "tool_calls": batch.texts(whole(record.get("tool_calls") or []))}
             recall = record.get("recall")
-            if isinstance(recall, dict) and isinstance(recall.get("decisions"), list):
-                new["recall"] = {**recall,
-                                 "decisions": batch.value("decisions", recall["decisions"])}
+            if isinstance(recall, dict) and recall.get("decisions") is not None:
+                new["recall"] = {**recall, "decisions": batch.value(
+                    "decisions", whole(recall["decisions"]))}
         new["parts"] = batch.new
         output["data"] = {**output["data"], **turn_bundle(new)}
     return before, len(nbformat.writes(nb).encode("utf-8")), nb

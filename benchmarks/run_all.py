@@ -325,9 +325,9 @@ def notebook_size_section(quick: bool) -> Section:
         Goal("notebook bytes after 30 turns, one budget with static turn views (issue 30)",
              f"<= {bench_notebook_size.BUDGET_30_TURNS:,}", f"{sizes[30]:,}",
              sizes[30] <= bench_notebook_size.BUDGET_30_TURNS),
-        Goal(f"{course.name} with its records stored again",
-             f"<= {bench_notebook_size.BUDGET_COURSE:,}", f"{restored:,}",
-             restored <= bench_notebook_size.BUDGET_COURSE),
+        Goal(f"{course.name} as committed (stored again: {restored:,})",
+             f"<= {bench_notebook_size.BUDGET_COURSE:,}", f"{saved:,}",
+             max(saved, restored) <= bench_notebook_size.BUDGET_COURSE),
     ]
     return Section("Notebook bytes over a session (turn records)",
                    "python benchmarks/bench_notebook_size.py", text, goals)

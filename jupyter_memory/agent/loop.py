@@ -471,7 +471,8 @@ def build_record(turn: TurnState, answer: str, status: str,
     Its requests, its long texts and its recall decisions are parts (request_parts.py),
     each stored once per session, in the record of the first turn that needs it. A failed
     turn's record carries what it needs but stores nothing for later records: its cell
-    fails, and its output may never be saved.
+    fails, and its output may never be saved, unless the front end that shows it adopts
+    it (``PartStore.adopt``, ``CallLog.adopt``), as ``%%agent`` does.
     """
     session = turn.session
     rep = session.context_report()

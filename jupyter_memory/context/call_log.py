@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -150,6 +150,14 @@ class CallLog:
             if take:
                 self._carried = len(self._calls)
             return out
+
+    def adopt(self, carried: Sequence[Mapping[str, Any]]) -> None:
+        """Count the calls a failed turn's record carried (its ``calls``) as carried, once
+        that record is on the page, so the next record does not carry them again."""
+        numbers = [c["number"] for c in carried if isinstance(c.get("number"), int)]
+        if numbers:
+            with self._lock:
+                self._carried = min(len(self._calls), max(self._carried, max(numbers)))
 
     def body(self, call: ModelCall) -> dict[str, Any]:
         """The exact body of ``call``, checked against its digest."""

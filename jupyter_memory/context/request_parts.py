@@ -218,6 +218,15 @@ class PartStore:
                     (self.values, self._chains, self._recent, self._memo,
                      self._saved) = saved
 
+    def adopt(self, parts: Mapping[str, Any]) -> None:
+        """Count ``parts`` (a failed turn's record's ``parts``, which its batch did not keep)
+        as carried, once that record is on the page: later records refer to them instead of
+        carrying them a second time."""
+        with self._lock:
+            for digest, value in parts.items():
+                self.values.setdefault(digest, value)
+                self._saved.add(digest)
+
     def hold(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The reference form of ``body``, its parts kept in this store but in no record
         yet (the call log: :meth:`carry` hands them to the record that carries the call)."""

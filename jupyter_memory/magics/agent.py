@@ -286,6 +286,9 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
         if result.failure is not None:
             # The record stays in the cell (resume reads it); the cell fails with the
             # error's one line, so Run All, nbclient and papermill stop here and say why.
+            # It is on the page now, so later records refer to its parts and calls.
+            session.parts.adopt(record_shown.get("parts") or {})
+            session.calls.adopt(record_shown.get("calls") or [])
             raise result.failure
         if problem is not None:  # background work of the turn (extraction) was refused
             raise record.ReplayMismatch(problem)

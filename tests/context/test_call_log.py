@@ -43,3 +43,20 @@ def test_a_failed_turns_record_does_not_count_as_carrying() -> None:
     assert first and store.carry([call.request]) == first
     assert log.uncarried(take=False) == [call] and log.uncarried() == [call]
     assert log.uncarried() == []
+
+
+def test_a_failed_turns_record_on_the_page_is_adopted() -> None:
+    """The magic shows a failed turn's record before the cell fails: the calls it carried
+    are not carried again by the next record (nor the ones before them)."""
+    store = PartStore()
+    log = CallLog(store, lambda: 1)
+    first = log.note(body("extract now"), kind="extraction")
+    second = log.note(body("notes"), kind="notes")
+    carried = [c.to_json() for c in log.uncarried(take=False)]
+    assert [c["number"] for c in carried] == [first.number, second.number]
+    third = log.note(body("later"), kind="extraction")  # after the failed record was built
+    log.adopt(carried)
+    assert log.uncarried() == [third]
+    log.adopt([{"number": 99}])  # never past the calls the log holds
+    late = log.note(body("later still"), kind="extraction")
+    assert log.uncarried() == [late]

@@ -101,6 +101,20 @@ def test_a_failed_turn_carries_its_parts_but_later_records_do_not_count_on_them(
     assert nothing == {}
 
 
+def test_a_failed_record_on_the_page_is_adopted_and_not_carried_again() -> None:
+    store = PartStore()
+    body = body_of([msg("user", "hi", mark=True)])
+    with store.batch(keep=False) as failed:
+        ref = failed.request(body)
+    store.adopt(failed.new)  # the failed turn's record reached the page
+    again, parts_again = store.compact(body)
+    assert again == ref and parts_again == {}
+    longer = body_of([msg("user", "hi"), msg("assistant", "hello", mark=True)])
+    ref2, parts2 = store.compact(longer)
+    assert ref2["system"] == ref["system"] and ref["system"] not in parts2
+    assert expand_request({**ref2, "digest": digest(longer)}, {**failed.new, **parts2}) == longer
+
+
 def test_missing_part_names_it_and_a_hand_edit_fails_the_digest() -> None:
     store = PartStore()
     first = body_of([msg("user", "hi")])

@@ -128,6 +128,24 @@ def test_fault_message_in_cell_and_kernel_survives(ip, fake_api):
     assert ip.user_ns["still_alive"] == 2
 
 
+def test_the_record_after_a_failed_turn_refers_to_the_parts_the_failed_one_carried(ip, fake_api):
+    """A failed turn's record is on the page (resume reads it), so the next record refers
+    to its parts instead of storing the same system prompt and tools a second time."""
+    fake_api.fail_next(Fault("overloaded"), times=5)
+    fake_api.script([Turn(text="later")])
+    run(ip, "%config Agent.max_turns = 3")
+    with capture_output() as cap:
+        ip.run_cell("%agent hi", store_history=True)
+    failed = records(cap)[0]
+    assert failed["status"] == "error" and failed["parts"]
+    request = failed["requests"][0]
+    assert request["system"] in failed["parts"] and request["tools"] in failed["parts"]
+    later = records(run(ip, "%agent hi again"))[0]
+    assert later["status"] == "ok"
+    assert later["requests"][0]["system"] == request["system"]
+    assert not set(failed["parts"]) & set(later["parts"])
+
+
 def test_remember_and_memory_table(ip, memdir):
     cap = run(
         ip,
