@@ -75,9 +75,19 @@ STORED_SECTIONS = ("messages", "tool_calls")
 #: What a display shows for a text stored in an output it cannot see.
 ELSEWHERE = "(kept once, in an earlier output of this notebook)"
 
-#: Every part store of this process (weakly: a store goes with its session).
-_LIVE: weakref.WeakSet[PartStore] = weakref.WeakSet()
+#: Every part store of this process, weakly (a store goes with its session): a tuple
+#: replaced whole under the lock, so :func:`known_part` reads it without taking the lock
+#: (it runs for every message of every request a turn's HTML rebuilds).
+_LIVE: tuple[weakref.ref[PartStore], ...] = ()
 _LIVE_LOCK = threading.Lock()
+
+
+def _live_add(store: PartStore) -> None:
+    """Add ``store``, leaving out the stores that went (no weakref callback: one could run
+    in the middle of this, under the lock)."""
+    global _LIVE
+    with _LIVE_LOCK:
+        _LIVE = (*(ref for ref in _LIVE if ref() is not None), weakref.ref(store))
 
 #: The body fields a request entry stores as parts; the others go to ``params``.
 PART_FIELDS = ("system", "tools", "messages")
@@ -142,8 +152,7 @@ class PartStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.values: dict[str, Any] = {}
-        with _LIVE_LOCK:  # for known_part; a store goes when its session does
-            _LIVE.add(self)
+        _live_add(self)  # for known_part; a store goes when its session does
         # rolling key of a message-digest prefix -> digest of the conversation part for it
         self._chains: dict[str, str] = {}
         # The last request's messages (markers stripped) and their digests: a message equal
@@ -324,12 +333,16 @@ class PartBatch:
 
 def known_part(digest: str) -> Any:
     """A part any live session of this process stored, or ``None`` (the live turn view)."""
-    with _LIVE_LOCK:
-        stores = list(_LIVE)
-    for store in stores:
-        if digest in store.values:
-            return store.values[digest]
+    for ref in _LIVE:
+        store = ref()
+        if store is not None:
+            value = store.values.get(digest, _ABSENT)
+            if value is not _ABSENT:
+                return value
     return None
+
+
+_ABSENT = object()
 
 
 Lookup = Callable[[str], Any]
