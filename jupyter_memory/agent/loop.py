@@ -475,7 +475,6 @@ def build_record(turn: TurnState, answer: str, status: str,
     """
     session = turn.session
     rep = session.context_report()
-    data = rep.to_json()
     kept = status != "error"
     with session.parts.batch(keep=kept) as batch:
         # The delegated runs' requests share this record's parts: one store, one keep rule.
@@ -512,11 +511,11 @@ def build_record(turn: TurnState, answer: str, status: str,
         **sections,
         "recall": recall,
         "context": {
-            "window": data["window"],
-            "used": data["used"],
-            "source": data["source"],
-            "categories": [{"name": c["name"], "tokens": c["tokens"]} for c in data["categories"]],
-            "thresholds": data["thresholds"],
+            "window": rep.window,
+            "used": rep.used,
+            "source": rep.source,
+            "categories": rep.totals(),
+            "thresholds": rep.thresholds.to_json(),
         },
         "usage": turn.usage.to_json(),
         "requests": requests,

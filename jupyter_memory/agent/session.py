@@ -546,7 +546,8 @@ class Session:
     def context_report(self, *, counted_tokens: int | None = None) -> ContextReport:
         """What the next request would hold: the data behind ``%context``."""
         return report(
-            self.assemble(),
+            # only read, for its parts and breakpoints: not copied whole as a sent body is
+            assemble(self.request_state(), copied=False),
             index=self.context_pieces()[1],
             last_usage=self.conversation.last_usage,
             counted_tokens=counted_tokens,

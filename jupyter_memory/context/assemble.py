@@ -24,7 +24,13 @@ from jupyter_memory.context.models import (
     unknown_model_note,
 )
 from jupyter_memory.context.request_parts import content_digest
-from jupyter_memory.context.tokens import Usage, estimate_message, estimate_tokens, estimate_tool
+from jupyter_memory.context.tokens import (
+    MESSAGE_OVERHEAD,
+    Usage,
+    content_text,
+    estimate_tokens,
+    estimate_tool,
+)
 
 #: The API accepts at most this many ``cache_control`` markers in one request.
 MAX_BREAKPOINTS = 4
@@ -207,17 +213,22 @@ def _as_blocks(content: Any) -> list[dict[str, Any]]:
     return [dict(b) for b in content]
 
 
-def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def wire_messages(messages: Sequence[Mapping[str, Any]], *,
+                  copied: bool = True) -> list[dict[str, Any]]:
     """Conversation messages in wire form: metadata stripped, same-role runs merged.
 
     Merging keeps roles alternating (a meta message before the person's prompt, or a
     recalled memory after a tool result, joins the user message next to it). Only the
     tail can change when messages are appended, so earlier wire messages stay stable.
+    With ``copied=False`` the messages, their block lists and their blocks are new, but
+    what a block holds (a tool's input, a result's blocks) is the conversation's own:
+    read it, never change it.
     """
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]
-        blocks = _as_blocks(copy_json(message.get("content", [])))
+        content = message.get("content", [])
+        blocks = _as_blocks(copy_json(content) if copied else content)
         for block in blocks:
             block.pop("cache_control", None)
         if out and out[-1]["role"] == role:
@@ -248,8 +259,13 @@ def _append(messages: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
             messages.append(message)
 
 
-def assemble(state: RequestState) -> AssembledRequest:
-    """Build the exact request body for ``state``, and the parts it is made of."""
+def assemble(state: RequestState, *, copied: bool = True) -> AssembledRequest:
+    """Build the exact request body for ``state``, and the parts it is made of.
+
+    ``copied=False`` is for a body only read (the budget ``%context`` reports): the same
+    body, but it shares what the conversation's blocks hold (:func:`wire_messages`), so
+    it is not copied whole; it must never be sent or changed.
+    """
     system = _system_blocks(state)
     tools = [dict(t) for t in state.tools]
     context_block: dict[str, Any] = {"type": "text", "text": context_message_text(state)}
@@ -258,7 +274,7 @@ def assemble(state: RequestState) -> AssembledRequest:
         context_block["cache_control"] = dict(mark)
     # The context block opens the first user message (merged into it, as wire_messages
     # would): the conversation is copied once, not again to put the block in front.
-    messages = wire_messages(state.messages)
+    messages = wire_messages(state.messages, copied=copied)
     if messages and messages[0]["role"] == "user":
         messages[0]["content"].insert(0, context_block)
     else:
@@ -266,7 +282,7 @@ def assemble(state: RequestState) -> AssembledRequest:
     if mark is not None and (len(messages) > 1 or len(messages[0]["content"]) > 1):
         _mark_last_block(messages, mark)
     if state.suffix:
-        _append(messages, wire_messages(state.suffix))
+        _append(messages, wire_messages(state.suffix, copied=copied))
     body: dict[str, Any] = {
         "model": state.model,
         "max_tokens": state.max_tokens,
@@ -289,8 +305,8 @@ def _parts(
              estimate_tokens(_session_text(state))),
     ]
     for tool in tools:
-        parts.append(Part("tools", str(tool.get("name", "?")), json.dumps(tool, ensure_ascii=False),
-                          estimate_tool(tool)))
+        text = json.dumps(tool, ensure_ascii=False)
+        parts.append(Part("tools", str(tool.get("name", "?")), text, _tool_tokens(text, tool)))
     for inst in state.instructions:
         parts.append(Part("instructions", inst.path, inst.text, estimate_tokens(inst.text),
                           {"scope": inst.scope}))
@@ -320,19 +336,35 @@ def _parts(
     parts.append(Part("system", "context preamble and date", frame, estimate_tokens(frame)))
     for message in [*state.messages, *state.suffix]:
         meta = message.get(META_KEY) or {}
-        tokens = estimate_message(message)
+        text = _text_of(message)
+        tokens = MESSAGE_OVERHEAD + estimate_tokens(text)  # estimate_message, text read once
         if meta.get("kind") == "recall":
             parts.append(Part("memories", str(meta.get("file", "memory")),
-                              _text_of(message), tokens, dict(meta)))
+                              text, tokens, dict(meta)))
         else:
-            parts.append(Part("messages", message["role"], _text_of(message), tokens, dict(meta)))
+            parts.append(Part("messages", message["role"], text, tokens, dict(meta)))
     return parts
 
 
 def _text_of(message: Mapping[str, Any]) -> str:
-    from jupyter_memory.context.tokens import content_text
-
     return content_text(message.get("content", ""))
+
+
+#: A tool definition's JSON (as ``json.dumps`` writes it) -> its estimate. The same JSON
+#: text is the same definition, so its estimate (of its sorted JSON) is the same: the
+#: definitions, which rarely change, are not serialised a second time for every report.
+_TOOL_TOKENS: dict[str, int] = {}
+_TOOL_TOKENS_MAX = 256
+
+
+def _tool_tokens(text: str, tool: Mapping[str, Any]) -> int:
+    tokens = _TOOL_TOKENS.get(text)
+    if tokens is None:
+        tokens = estimate_tool(tool)
+        if len(_TOOL_TOKENS) >= _TOOL_TOKENS_MAX:
+            _TOOL_TOKENS.clear()
+        _TOOL_TOKENS[text] = tokens
+    return tokens
 
 
 def count_breakpoints(body: Mapping[str, Any]) -> int:
@@ -417,6 +449,13 @@ class ContextReport:
     @property
     def level(self) -> str:
         return self.thresholds.level(self.used)
+
+    def totals(self) -> list[dict[str, Any]]:
+        """``{"name", "tokens"}`` of each category, then of the autocompact buffer and the
+        free space: the bar a turn record keeps (:meth:`to_json` without the items)."""
+        return [*({"name": c.name, "tokens": c.tokens} for c in self.categories),
+                {"name": "autocompact buffer", "tokens": self.thresholds.autocompact_buffer},
+                {"name": "free", "tokens": self.free}]
 
     def to_json(self) -> dict[str, Any]:
         cats = [
