@@ -115,7 +115,147 @@ def _digest_of(raw: str) -> str:
 
 def content_digest(value: Any) -> str:
     """``sha256:`` of the canonical JSON of ``value`` (sorted keys, no spaces)."""
+    if type(value) is dict and type(value.get("messages")) is list:
+        return "sha256:" + hashlib.sha256(_BODIES.canonical(value)).hexdigest()
     return _digest_of(_canonical(value))
+
+
+#: The leaves whose JSON a value equal to them (``==``) may still write differently:
+#: ``1``, ``1.0`` and ``True`` are equal, and so are ``0.0`` and ``-0.0``.
+_NUMBERS = (int, float, bool)
+_Path = tuple[Any, ...]
+
+
+def _number_leaves(value: Any, path: _Path, out: list[tuple[_Path, Any]]) -> bool:
+    """Add the path and value of every number in ``value`` to ``out``; False when
+    ``value`` holds something other than JSON (then it is not remembered)."""
+    kind = type(value)
+    if kind is str or value is None:
+        return True
+    if kind is dict:
+        return all(type(k) is str and _number_leaves(v, (*path, k), out)
+                   for k, v in value.items())
+    if kind is list:
+        return all(_number_leaves(v, (*path, i), out) for i, v in enumerate(value))
+    if kind in _NUMBERS:
+        out.append((path, value))
+        return True
+    return False
+
+
+class _Piece:
+    """A value as first seen (a copy), the numbers in it, and its canonical JSON."""
+
+    __slots__ = ("numbers", "raw", "value")
+
+    def __init__(self, value: Any, numbers: list[tuple[_Path, Any]], raw: bytes) -> None:
+        self.value = value
+        self.numbers = numbers
+        self.raw = raw
+
+    def same(self, other: Any) -> bool:
+        """Whether ``other`` has exactly this canonical JSON: equal, and each of its
+        numbers of the same type as here (a float also of the same ``repr``)."""
+        if other != self.value:
+            return False
+        for path, number in self.numbers:
+            node = other
+            for step in path:
+                node = node[step]
+            if type(node) is not type(number) or (
+                    type(number) is float and repr(node) != repr(number)):
+                return False
+        return True
+
+
+def _piece(value: Any) -> _Piece | None:
+    numbers: list[tuple[_Path, Any]] = []
+    if not _number_leaves(value, (), numbers):
+        return None
+    return _Piece(copy_json(value), numbers, _canonical(value).encode("utf-8"))
+
+
+class _BodyMemo:
+    """Canonical JSON of request bodies, from the pieces the last ones had.
+
+    A body repeats the system prompt, the tools and the conversation of the one before,
+    and three digests are taken of each main request (the call log, the turn record, the
+    turn's HTML, which rebuilds it): serialising them whole each time was a visible share
+    of a turn's cost. A piece is reused only when it is equal to the one remembered and
+    its numbers are of the same types (:meth:`_Piece.same`), so the JSON is byte for byte
+    the one ``json.dumps`` writes. A few conversations are kept (the main agent's, a
+    delegated one's, the selector's), each by its messages' places.
+    """
+
+    SLOTS = 4
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fields: dict[str, list[_Piece]] = {}
+        self._conversations: list[list[_Piece | None]] = []
+
+    def canonical(self, body: dict[str, Any]) -> bytes:
+        keys = sorted(body) if all(type(k) is str for k in body) else None
+        if keys is None:
+            return _canonical(body).encode("utf-8")
+        out = [b"{"]
+        with self._lock:
+            for n, key in enumerate(keys):
+                if n:
+                    out.append(b",")
+                out.append(_canonical(key).encode("utf-8") + b":")
+                value = body[key]
+                if key == "messages":
+                    out.append(self._messages(value))
+                elif key in ("system", "tools"):
+                    out.append(self._field(key, value))
+                else:
+                    out.append(_canonical(value).encode("utf-8"))
+        out.append(b"}")
+        return b"".join(out)
+
+    def _field(self, key: str, value: Any) -> bytes:
+        kept = self._fields.setdefault(key, [])
+        for i, piece in enumerate(kept):
+            if piece.same(value):
+                if i:
+                    kept.insert(0, kept.pop(i))
+                return piece.raw
+        fresh = _piece(value)
+        if fresh is None:
+            return _canonical(value).encode("utf-8")
+        kept.insert(0, fresh)
+        del kept[self.SLOTS:]
+        return fresh.raw
+
+    def _messages(self, messages: list[Any]) -> bytes:
+        if not messages:
+            return b"[]"
+        kept = self._conversations
+        for i, pieces in enumerate(kept):  # the conversation that starts the same way
+            first = pieces[0] if pieces else None
+            if first is not None and first.same(messages[0]):
+                kept.insert(0, kept.pop(i))
+                break
+        else:
+            kept.insert(0, [])
+            del kept[self.SLOTS:]
+        pieces = kept[0]
+        raws = []
+        for i, message in enumerate(messages):
+            piece = pieces[i] if i < len(pieces) else None
+            if piece is None or not piece.same(message):
+                piece = _piece(message)
+                if i < len(pieces):
+                    pieces[i] = piece
+                else:
+                    pieces.append(piece)
+            raws.append(piece.raw if piece is not None else _canonical(message).encode("utf-8"))
+        del pieces[len(messages):]
+        return b"[" + b",".join(raws) + b"]"
+
+
+_BODIES = _BodyMemo()
 
 
 def _strip_marks(message: Mapping[str, Any], index: int) -> tuple[Mapping[str, Any], list[list[Any]]]:
