@@ -474,7 +474,7 @@ def build_record(turn: TurnState, answer: str, status: str,
     fails, and its output may never be saved.
     """
     session = turn.session
-    rep = session.context_report()
+    context = session.context_totals()
     kept = status != "error"
     with session.parts.batch(keep=kept) as batch:
         # The delegated runs' requests share this record's parts: one store, one keep rule.
@@ -510,13 +510,7 @@ def build_record(turn: TurnState, answer: str, status: str,
         "answer": answer,
         **sections,
         "recall": recall,
-        "context": {
-            "window": rep.window,
-            "used": rep.used,
-            "source": rep.source,
-            "categories": rep.totals(),
-            "thresholds": rep.thresholds.to_json(),
-        },
+        "context": context,
         "usage": turn.usage.to_json(),
         "requests": requests,
         **({"calls": calls} if calls else {}),

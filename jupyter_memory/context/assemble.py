@@ -298,6 +298,23 @@ def assemble(state: RequestState, *, copied: bool = True) -> AssembledRequest:
 def _parts(
     state: RequestState, system: list[dict[str, Any]], tools: list[dict[str, Any]]
 ) -> list[Part]:
+    parts = _fixed_parts(state, system, tools)
+    for message in [*state.messages, *state.suffix]:
+        meta = message.get(META_KEY) or {}
+        text = _text_of(message)
+        tokens = MESSAGE_OVERHEAD + estimate_tokens(text)  # estimate_message, text read once
+        if meta.get("kind") == "recall":
+            parts.append(Part("memories", str(meta.get("file", "memory")),
+                              text, tokens, dict(meta)))
+        else:
+            parts.append(Part("messages", message["role"], text, tokens, dict(meta)))
+    return parts
+
+
+def _fixed_parts(
+    state: RequestState, system: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> list[Part]:
+    """The parts before the conversation: system prompt, tools, instructions, index."""
     parts = [
         Part("system", "system prompt: identity and tool guidance", system[0]["text"],
              estimate_tokens(system[0]["text"])),
@@ -334,15 +351,6 @@ def _parts(
         prompts.CONTEXT_PREAMBLE + ("\n\n" + prompts.date_block(state.today) if state.today else "")
     )
     parts.append(Part("system", "context preamble and date", frame, estimate_tokens(frame)))
-    for message in [*state.messages, *state.suffix]:
-        meta = message.get(META_KEY) or {}
-        text = _text_of(message)
-        tokens = MESSAGE_OVERHEAD + estimate_tokens(text)  # estimate_message, text read once
-        if meta.get("kind") == "recall":
-            parts.append(Part("memories", str(meta.get("file", "memory")),
-                              text, tokens, dict(meta)))
-        else:
-            parts.append(Part("messages", message["role"], text, tokens, dict(meta)))
     return parts
 
 
@@ -450,13 +458,6 @@ class ContextReport:
     def level(self) -> str:
         return self.thresholds.level(self.used)
 
-    def totals(self) -> list[dict[str, Any]]:
-        """``{"name", "tokens"}`` of each category, then of the autocompact buffer and the
-        free space: the bar a turn record keeps (:meth:`to_json` without the items)."""
-        return [*({"name": c.name, "tokens": c.tokens} for c in self.categories),
-                {"name": "autocompact buffer", "tokens": self.thresholds.autocompact_buffer},
-                {"name": "free", "tokens": self.free}]
-
     def to_json(self) -> dict[str, Any]:
         cats = [
             {"name": c.name, "tokens": c.tokens, "percent": _pct(c.tokens, self.window),
@@ -540,26 +541,9 @@ def report(
     for part in assembled.parts:
         by_cat.setdefault(part.category, []).append(part)
     totals = {name: sum(p.tokens for p in items) for name, items in by_cat.items()}
-    estimate = sum(totals.values())
-    source, used = "estimate", estimate
-    real = None
-    if counted_tokens is not None:
-        # Asked for just now (``%context --count``), of this very request: exact, so it
-        # wins over the last response's usage, which describes the request before.
-        real, source = counted_tokens, "count_tokens"
-    elif last_usage is not None and last_usage.total_input > 0:
-        real, source = last_usage.context_tokens + max(0, since_usage), "usage"
-    if real is not None:
-        fixed = estimate - totals["messages"]
-        if real >= fixed:
-            totals["messages"] = real - fixed
-        elif estimate:
-            # The estimate of the fixed parts alone overshoots the real total: scale every
-            # category so they still add up to what the endpoint counted.
-            scale = real / estimate
-            totals = {name: round(tokens * scale) for name, tokens in totals.items()}
-            totals["messages"] += real - sum(totals.values())
-        used = real
+    messages = totals["messages"]
+    totals, used, source = _settle(totals, lambda: messages, counted_tokens=counted_tokens,
+                                   last_usage=last_usage, since_usage=since_usage)
     categories = tuple(Category(name, totals[name], tuple(items)) for name, items in by_cat.items())
     return ContextReport(
         model=model,
@@ -577,6 +561,79 @@ def report(
         notices=tuple(notices),
         warnings=tuple(warnings),
     )
+
+
+def _settle(totals: dict[str, int], messages: Callable[[], int], *, counted_tokens: int | None,
+            last_usage: Usage | None, since_usage: int) -> tuple[dict[str, int], int, str]:
+    """``(totals, used, source)`` of a budget whose categories are ``totals``: the
+    estimates, corrected by a real count when there is one (see :func:`report`).
+
+    ``messages()`` gives the conversation's estimate, asked for only when it counts: a
+    real total at least the other categories' sets the conversation's share without it.
+    """
+    source, real = "estimate", None
+    if counted_tokens is not None:
+        # Asked for just now (``%context --count``), of this very request: exact, so it
+        # wins over the last response's usage, which describes the request before.
+        real, source = counted_tokens, "count_tokens"
+    elif last_usage is not None and last_usage.total_input > 0:
+        real, source = last_usage.context_tokens + max(0, since_usage), "usage"
+    fixed = sum(tokens for name, tokens in totals.items() if name != "messages")
+    if real is not None and real >= fixed:
+        return {**totals, "messages": real - fixed}, real, source
+    totals = {**totals, "messages": messages()}
+    estimate = sum(totals.values())
+    if real is None:
+        return totals, estimate, source
+    if estimate:
+        # The estimate of the fixed parts alone overshoots the real total: scale every
+        # category so they still add up to what the endpoint counted.
+        scale = real / estimate
+        totals = {name: round(tokens * scale) for name, tokens in totals.items()}
+        totals["messages"] += real - sum(totals.values())
+    return totals, real, source
+
+
+def context_totals(
+    state: RequestState,
+    *,
+    last_usage: Usage | None = None,
+    counted_tokens: int | None = None,
+    max_output_tokens: int | None = None,
+    context_window: int = 0,
+    since_usage: int = 0,
+) -> dict[str, Any]:
+    """The budget of the request for ``state`` as a turn record keeps it: ``window``,
+    ``used``, ``source``, the ``categories`` with their tokens (then the autocompact
+    buffer and free space) and the ``thresholds``, as ``report(assemble(state), ...)``
+    says them, but with no body built and no part listed; the conversation's estimate is
+    worked out only when no real count takes its place.
+    """
+    info = model_info(state.model, context_window)
+    th = thresholds(info, max_output_tokens)
+    totals = {name: 0 for name in CATEGORY_ORDER}
+    for part in _fixed_parts(state, _system_blocks(state), [dict(t) for t in state.tools]):
+        totals[part.category] = totals.get(part.category, 0) + part.tokens
+    conversation = []
+    for message in [*state.messages, *state.suffix]:
+        meta = message.get(META_KEY) or {}
+        if meta.get("kind") == "recall":
+            totals["memories"] += MESSAGE_OVERHEAD + estimate_tokens(_text_of(message))
+        else:
+            conversation.append(message)
+    totals, used, source = _settle(
+        totals, lambda: sum(MESSAGE_OVERHEAD + estimate_tokens(_text_of(m)) for m in conversation),
+        counted_tokens=counted_tokens, last_usage=last_usage, since_usage=since_usage)
+    return {
+        "window": info.context_window,
+        "used": used,
+        "source": source,
+        "categories": [*({"name": name, "tokens": tokens} for name, tokens in totals.items()),
+                       {"name": "autocompact buffer", "tokens": th.autocompact_buffer},
+                       {"name": "free", "tokens": max(0, info.context_window - used
+                                                      - th.autocompact_buffer)}],
+        "thresholds": th.to_json(),
+    }
 
 
 def render_text(rep: ContextReport, *, detail: bool = True) -> str:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import (
+    IndexPart,
+    InstructionPart,
     RequestState,
     assemble,
+    context_totals,
     count_breakpoints,
     report,
 )
@@ -73,8 +78,28 @@ def test_a_changed_tool_definition_is_estimated_again():
     assert estimate_tool(wide[0]) > estimate_tool(TOOLS[0])
 
 
-def test_totals_are_the_categories_of_to_json():
-    rep = report(assemble(state(conversation())), last_usage=Usage(input_tokens=9000,
-                                                                    output_tokens=10))
-    assert rep.totals() == [{"name": c["name"], "tokens": c["tokens"]}
-                            for c in rep.to_json()["categories"]]
+def record_view(rep):
+    data = rep.to_json()
+    return {"window": data["window"], "used": data["used"], "source": data["source"],
+            "categories": [{"name": c["name"], "tokens": c["tokens"]} for c in data["categories"]],
+            "thresholds": data["thresholds"]}
+
+
+@pytest.mark.parametrize("usage", [None, Usage(), Usage(input_tokens=90_000, output_tokens=10),
+                                   Usage(input_tokens=3, cache_read_input_tokens=2)])
+@pytest.mark.parametrize("counted", [None, 5, 120_000])
+@pytest.mark.parametrize("since", [0, 40])
+def test_context_totals_say_what_the_report_says(usage, counted, since):
+    index = IndexPart("- [Cents](cents.md) — revenue is cents\n" * 20, 20, 800)
+    for extra in ({}, {"recall_mode": "index", "index": index},
+                  {"agent_prompt": "You review.", "agent_name": "rev", "index": index,
+                   "suffix": [{"role": "user", "content": "now extract"}]},
+                  {"instructions": [InstructionPart("/p/CLAUDE.md", "project", "use polars")],
+                   "context_window": 0}):
+        window = extra.pop("context_window", 150_000)
+        st = state(conversation(), **extra)
+        kw = dict(last_usage=usage, counted_tokens=counted, since_usage=since,
+                  context_window=window)
+        assert context_totals(st, **kw) == record_view(report(assemble(st), **kw))
+        assert context_totals(st, max_output_tokens=1000, **kw) == record_view(
+            report(assemble(st), max_output_tokens=1000, **kw))
