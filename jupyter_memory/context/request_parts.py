@@ -518,14 +518,22 @@ def _conversation(lookup: Lookup, digest: str) -> list[str]:
 
 
 def request_body(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, *,
-                 version: int = RECORD_VERSION) -> dict[str, Any]:
+                 version: int = RECORD_VERSION, copied: bool = True) -> dict[str, Any]:
     """The exact body of a request entry of any record version.
 
     Version 1 entries carry their ``body``; later entries are rebuilt from ``parts`` (a
     digest → part mapping, or a lookup function), and from version 3 the texts their
     message parts refer to are put back (``version`` is the record's). Raises
     :class:`MissingPart` naming the first part that cannot be found.
+
+    ``copied=False`` is for a body only read (the turn's HTML): it shares its system
+    prompt and tools with the parts, and each message with every other body read so since
+    its part and texts are found again (:func:`_shared_messages`).
     """
+    if not copied and version >= 3 and not isinstance(entry.get("body"), Mapping):
+        shared = _shared_body(entry, _lookup_from(parts))
+        if shared is not None:
+            return shared
     if isinstance(entry.get("body"), Mapping):
         whole: dict[str, Any] = copy_json(dict(entry["body"]))
         return whole
@@ -556,10 +564,69 @@ def _missing_text(digest: str) -> Any:
     raise MissingPart(digest, "text")
 
 
+#: Message digest -> (its part, each text it refers to with the text found, the message
+#: with its texts put back), for bodies only read: a turn's HTML rebuilds the whole
+#: conversation of each request, most of it the same messages as the turn before.
+_READ: dict[str, tuple[Any, tuple[tuple[str, Any], ...], dict[str, Any]]] = {}
+_READ_MAX = 4096
+
+
+def _read_message(lookup: Lookup, digest: str) -> dict[str, Any] | None:
+    """The message of ``digest`` with its texts, shared: the one built before while the
+    lookup finds the very same part and texts (parts are never changed), else a new one.
+    None for a part that is not a message."""
+    part = _resolve(lookup, digest, "message")
+    known = _READ.get(digest)
+    if known is not None and known[0] is part and all(lookup(d) is text for d, text in known[1]):
+        return known[2]
+    if type(part) is not dict:
+        return None
+    message = resolve(part, lookup, _missing_text, copied=False)
+    if type(message) is not dict:
+        return None
+    if len(_READ) >= _READ_MAX:
+        _READ.clear()
+    _READ[digest] = (part, tuple((d, lookup(d)) for d in references(part)), message)
+    return message
+
+
+def _shared_body(entry: Mapping[str, Any], lookup: Lookup) -> dict[str, Any] | None:
+    """:func:`request_body` of a version 3 entry for reading only, or None when the entry
+    is not one this can rebuild (the copying path then does, or says what is wrong)."""
+    body: dict[str, Any] = copy_json(dict(entry.get("params") or {}))
+    if "system" in entry:
+        body["system"] = _resolve(lookup, entry["system"], "system")
+    messages = []
+    for d in _conversation(lookup, entry["conversation"]) if entry.get("conversation") else []:
+        message = _read_message(lookup, d)
+        if message is None:
+            return None
+        messages.append(message)
+    marked: set[int] = set()
+    for mark in entry.get("cache_marks") or []:
+        if not (isinstance(mark, list) and len(mark) == 3 and type(mark[0]) is int
+                and type(mark[1]) is int and 0 <= mark[0] < len(messages)):
+            return None
+        i, j, value = mark
+        content = messages[i].get("content")
+        if type(content) is not list or not 0 <= j < len(content) or type(content[j]) is not dict:
+            return None
+        if i not in marked:  # the marks go on copies: the shared message stays as it is
+            messages[i] = {**messages[i], "content": list(content)}
+            marked.add(i)
+        blocks = messages[i]["content"]
+        blocks[j] = {**blocks[j], "cache_control": copy_json(value)}
+    body["messages"] = messages
+    if "tools" in entry:
+        body["tools"] = _resolve(lookup, entry["tools"], "tools")
+    return body
+
+
 def expand_request(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, *,
-                   version: int = RECORD_VERSION) -> dict[str, Any]:
-    """:func:`request_body`, checked against the entry's ``digest`` when it has one."""
-    body = request_body(entry, parts, version=version)
+                   version: int = RECORD_VERSION, copied: bool = True) -> dict[str, Any]:
+    """:func:`request_body`, checked against the entry's ``digest`` when it has one
+    (``copied=False``: a body only read, which shares what it can)."""
+    body = request_body(entry, parts, version=version, copied=copied)
     expected = entry.get("digest")
     if expected and content_digest(body) != expected:
         raise JupyterMemoryError(

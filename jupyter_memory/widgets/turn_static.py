@@ -177,7 +177,7 @@ def _requests_html(record: Mapping[str, Any], notebook: str | None) -> str:
         if entry.get("stop_reason"):
             head += f" · {entry['stop_reason']}"
         try:
-            body = expand_request(entry, lookup,
+            body = expand_request(entry, lookup, copied=False,  # only read here
                                   version=version if isinstance(version, int) else 1)
         except MissingPart:
             text = ("Not rebuilt here: a part of it is kept in an earlier output of the "
