@@ -74,7 +74,9 @@ def _prompt_html(record: Mapping[str, Any]) -> str:
 
 def _recall_html(record: Mapping[str, Any]) -> str:
     recall = record.get("recall") or {}
-    decisions = [d for d in recall.get("decisions") or [] if isinstance(d, Mapping)]
+    # a dict is a Mapping: asked first, as the abstract check is slow for 200 decisions
+    decisions = [d for d in recall.get("decisions") or []
+                 if type(d) is dict or isinstance(d, Mapping)]
     if not decisions:
         return ""
     rows = []
