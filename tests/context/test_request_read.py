@@ -91,7 +91,7 @@ def test_odd_marks_fail_or_rebuild_as_the_copying_path_does(marks):
     entry = {**entries[0][0], "cache_marks": marks, "digest": None}
     try:
         expected = expand_request(entry, parts)
-    except Exception as exc:  # noqa: BLE001 - the same failure either way
+    except Exception as exc:  # the same failure either way
         with pytest.raises(type(exc)):
             expand_request(entry, parts, copied=False)
     else:
