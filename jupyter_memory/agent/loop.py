@@ -31,7 +31,7 @@ from jupyter_memory.agent.failures import as_failure, is_model_failure, model_fa
 from jupyter_memory.agent.hooks import collect, dispatch
 from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
-from jupyter_memory.context.assemble import count_breakpoints, digest
+from jupyter_memory.context.assemble import digest
 from jupyter_memory.context.call_log import LoggedClient, calling
 from jupyter_memory.context.request_parts import RECORD_VERSION, PartBatch
 from jupyter_memory.context.sdk import ModelClient
@@ -310,7 +310,7 @@ def _call_model(turn: TurnState, client: ModelClient, round_index: int) -> Messa
             raise model_failure(exc) from exc
         raise  # not the endpoint's doing: an internal error, reported as one
     finally:  # worked out once the request is on its way, not before it leaves
-        entry.update(digest=digest(body), breakpoints=count_breakpoints(body))
+        entry.update(digest=digest(body), breakpoints=assembled.breakpoints)
     turn.got_response = True
     session.cost_ledger.charge(session.call_kind, message, str(body.get("model") or ""))
     usage = Usage.from_api(message.usage)

@@ -118,6 +118,9 @@ class AssembledRequest:
 
     body: dict[str, Any]
     build_parts: Callable[[], tuple[Part, ...]] = field(repr=False, compare=False)
+    #: The ``cache_control`` markers of ``body`` as assembled, counted while it was built
+    #: (None: count them in the body).
+    marks: int | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def parts(self) -> tuple[Part, ...]:
@@ -125,7 +128,9 @@ class AssembledRequest:
 
     @property
     def breakpoints(self) -> int:
-        return count_breakpoints(self.body)
+        """How many ``cache_control`` markers the body carries (as assembled: a body
+        changed since is counted again with :func:`count_breakpoints`)."""
+        return count_breakpoints(self.body) if self.marks is None else self.marks
 
     def to_json(self) -> str:
         """The body exactly as serialised for the wire (stable key order)."""
@@ -224,30 +229,43 @@ def wire_messages(messages: Sequence[Mapping[str, Any]], *,
     what a block holds (a tool's input, a result's blocks) is the conversation's own:
     read it, never change it.
     """
+    return _wire(messages, copied)[0]
+
+
+def _wire(messages: Sequence[Mapping[str, Any]], copied: bool) -> tuple[list[dict[str, Any]], int]:
+    """:func:`wire_messages`, and the ``cache_control`` markers left inside its blocks (in
+    what they hold: a block's own marker is dropped)."""
     out: list[dict[str, Any]] = []
+    nested = 0
     for message in messages:
         role = message["role"]
         content = message.get("content", [])
         blocks = _as_blocks(copy_json(content) if copied else content)
         for block in blocks:
             block.pop("cache_control", None)
+            for value in block.values():
+                if type(value) is not str:
+                    nested += count_breakpoints(value)
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": role, "content": blocks})
-    return out
+    return out, nested
 
 
-def _mark_last_block(messages: list[dict[str, Any]], mark: dict[str, Any]) -> None:
-    """Put the moving breakpoint on the last block that can carry one."""
+def _mark_last_block(messages: list[dict[str, Any]], mark: dict[str, Any]) -> int:
+    """Put the moving breakpoint on the last block that can carry one; 1 when that adds
+    a marker (:func:`wire_messages` dropped the blocks' own; the context block has one)."""
     for message in reversed(messages):
         for block in reversed(message["content"]):
             if block.get("type") in ("thinking", "redacted_thinking"):
                 continue
             if block.get("type") == "text" and not block.get("text"):
                 continue
+            had = "cache_control" in block  # the context block, already marked
             block["cache_control"] = dict(mark)
-            return
+            return 0 if had else 1
+    return 0
 
 
 def _append(messages: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
@@ -274,15 +292,17 @@ def assemble(state: RequestState, *, copied: bool = True) -> AssembledRequest:
         context_block["cache_control"] = dict(mark)
     # The context block opens the first user message (merged into it, as wire_messages
     # would): the conversation is copied once, not again to put the block in front.
-    messages = wire_messages(state.messages, copied=copied)
+    messages, marks = _wire(state.messages, copied)
     if messages and messages[0]["role"] == "user":
         messages[0]["content"].insert(0, context_block)
     else:
         messages.insert(0, {"role": "user", "content": [context_block]})
     if mark is not None and (len(messages) > 1 or len(messages[0]["content"]) > 1):
-        _mark_last_block(messages, mark)
+        marks += _mark_last_block(messages, mark)
     if state.suffix:
-        _append(messages, wire_messages(state.suffix, copied=copied))
+        more, nested = _wire(state.suffix, copied)
+        _append(messages, more)
+        marks += nested
     body: dict[str, Any] = {
         "model": state.model,
         "max_tokens": state.max_tokens,
@@ -291,8 +311,9 @@ def assemble(state: RequestState, *, copied: bool = True) -> AssembledRequest:
     }
     if tools:
         body["tools"] = tools
+    marks += count_breakpoints(system) + count_breakpoints(tools) + ("cache_control" in context_block)
     snapshot = replace(state, messages=list(state.messages), suffix=list(state.suffix))
-    return AssembledRequest(body, lambda: tuple(_parts(snapshot, system, tools)))
+    return AssembledRequest(body, lambda: tuple(_parts(snapshot, system, tools)), marks)
 
 
 def _parts(

@@ -103,3 +103,18 @@ def test_context_totals_say_what_the_report_says(usage, counted, since):
         assert context_totals(st, **kw) == record_view(report(assemble(st), **kw))
         assert context_totals(st, max_output_tokens=1000, **kw) == record_view(
             report(assemble(st), max_output_tokens=1000, **kw))
+
+
+def test_breakpoints_counted_while_assembling_are_the_body_s():
+    empty_text = {"role": "user", "content": [{"type": "text", "text": ""}]}
+    nested = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [
+        {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}]}]}
+    cases = [[], conversation(), [empty_text], [nested], [*conversation(), empty_text],
+             [{"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}]}]]
+    for messages in cases:
+        for suffix in ([], [nested], [empty_text]):
+            for cache in (True, False):
+                for copied in (True, False):
+                    built = assemble(state(messages, suffix=suffix, cache=cache), copied=copied)
+                    assert built.marks is not None
+                    assert built.breakpoints == count_breakpoints(built.body)
