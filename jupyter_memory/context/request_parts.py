@@ -264,8 +264,12 @@ def _strip_marks(message: Mapping[str, Any], index: int) -> tuple[Mapping[str, A
     Only the blocks that carried a marker are copied; the rest are the message's own.
     """
     content = message.get("content")
-    if not isinstance(content, list) or not any(
-            isinstance(b, dict) and "cache_control" in b for b in content):
+    if not isinstance(content, list):
+        return message, []
+    for b in content:
+        if isinstance(b, dict) and "cache_control" in b:
+            break
+    else:
         return message, []
     marks: list[list[Any]] = []
     blocks = []
@@ -295,10 +299,11 @@ class PartStore:
         _live_add(self)  # for known_part; a store goes when its session does
         # rolling key of a message-digest prefix -> digest of the conversation part for it
         self._chains: dict[str, str] = {}
-        # The last request's messages (markers stripped) and their digests: a message equal
-        # to the one at the same place last time has the same digest, found by a comparison
-        # instead of serialising and hashing the whole conversation at every call.
-        self._recent: list[tuple[Mapping[str, Any], str]] = []
+        # The last request's messages (markers stripped), their digests and the chain key of
+        # the conversation up to each: a message equal to the one at the same place last
+        # time has the same digest, found by a comparison instead of serialising and hashing
+        # the whole conversation at every call, and the same messages the same chain keys.
+        self._recent: list[tuple[Mapping[str, Any], str, str]] = []
         # slot ("system", "tools", "decisions") -> (the value stored last, its digest)
         self._memo: dict[str, tuple[Any, str]] = {}
         # the digests some record of the session carries (the call log holds parts that
@@ -405,20 +410,23 @@ class PartStore:
             ref["tools"] = self._put_slot("tools", body["tools"], new)
         marks: list[list[Any]] = []
         digests: list[str] = []
-        recent: list[tuple[Mapping[str, Any], str]] = []
+        recent: list[tuple[Mapping[str, Any], str, str]] = []
+        keys = [""]
+        same = True  # every message so far is the one at its place last time
+        last = self._recent
         for i, message in enumerate(body.get("messages") or []):
             stripped, found = _strip_marks(message, i)
             marks.extend(found)
-            if i < len(self._recent) and self._recent[i][0] == stripped:
-                key = self._recent[i][1]
+            if i < len(last) and last[i][0] == stripped:
+                key = last[i][1]
             else:
                 key = self._put(self._texts(stripped, new), new)
+                same = False
+            chain = last[i][2] if same else _chain_key(keys[-1], key)
             digests.append(key)
-            recent.append((stripped, key))
+            keys.append(chain)
+            recent.append((stripped, key, chain))
         self._recent = recent
-        keys = [""]
-        for d in digests:
-            keys.append(_chain_key(keys[-1], d))
         known = max((n for n in range(len(keys)) if keys[n] in self._chains), default=0)
         if known == len(digests) and digests:
             ref["conversation"] = self._chains[keys[known]]

@@ -96,3 +96,21 @@ def test_odd_marks_fail_or_rebuild_as_the_copying_path_does(marks):
             expand_request(entry, parts, copied=False)
     else:
         assert expand_request(entry, parts, copied=False) == expected
+
+
+def test_chain_keys_reused_only_up_to_the_first_changed_message():
+    store, twin = PartStore(), PartStore()  # the twin works every chain key out anew
+    first = conversation(3)
+    changed = copy.deepcopy(first)
+    changed[2]["content"][0]["text"] = "question 1, asked again"
+    grown = [*copy.deepcopy(changed), msg("assistant", "more"), msg("user", "again", mark=True)]
+    for messages in (first, changed, first, grown, grown[:4], changed):
+        twin._recent = []
+        ref, _ = store.compact(body_of(messages))
+        assert ref == twin.compact(body_of(messages))[0]
+        assert expand_request({**ref, "digest": digest(body_of(messages))},
+                              store.values.get) == body_of(messages)
+        with store.batch(keep=False) as batch:  # a failed turn's record: forgotten again
+            batch.request(body_of(grown))
+        twin._recent = []
+        assert store.compact(body_of(messages))[0] == twin.compact(body_of(messages))[0]
