@@ -9,9 +9,11 @@ request into the per-category budget that ``%context`` shows.
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -23,7 +25,7 @@ from jupyter_memory.context.models import (
     thresholds,
     unknown_model_note,
 )
-from jupyter_memory.context.request_parts import content_digest
+from jupyter_memory.context.request_parts import JsonPiece, content_digest, json_piece
 from jupyter_memory.context.tokens import (
     MESSAGE_OVERHEAD,
     Usage,
@@ -632,9 +634,7 @@ def context_totals(
     """
     info = model_info(state.model, context_window)
     th = thresholds(info, max_output_tokens)
-    totals = {name: 0 for name in CATEGORY_ORDER}
-    for part in _fixed_parts(state, _system_blocks(state), [dict(t) for t in state.tools]):
-        totals[part.category] = totals.get(part.category, 0) + part.tokens
+    totals = _fixed_totals(state)
     conversation = []
     for message in [*state.messages, *state.suffix]:
         meta = message.get(META_KEY) or {}
@@ -653,8 +653,49 @@ def context_totals(
                        {"name": "autocompact buffer", "tokens": th.autocompact_buffer},
                        {"name": "free", "tokens": max(0, info.context_window - used
                                                       - th.autocompact_buffer)}],
-        "thresholds": th.to_json(),
+        "thresholds": _thresholds_json(th),
     }
+
+
+#: The fields of a request state that the parts before the conversation are made of:
+#: all but the conversation (and the tools, compared as JSON).
+_FIXED_FIELDS = tuple(f.name for f in fields(RequestState)
+                      if f.name not in ("messages", "suffix", "tools"))
+#: A few recent ``(those fields, the tools, the tokens of each category they make)``.
+_FIXED: list[tuple[tuple[Any, ...], JsonPiece, dict[str, int]]] = []
+_FIXED_LOCK = threading.Lock()
+
+
+def _fixed_totals(state: RequestState) -> dict[str, int]:
+    """The tokens of each category before the conversation (every category, the
+    conversation's at 0): worked out once for the same state, since they change only when
+    the context snapshot, the settings or the tools do."""
+    key = tuple(getattr(state, name) for name in _FIXED_FIELDS)
+    with _FIXED_LOCK:
+        for i, (seen, tools, totals) in enumerate(_FIXED):
+            if seen == key and tools.same(state.tools):
+                if i:
+                    _FIXED.insert(0, _FIXED.pop(i))
+                return dict(totals)
+    totals = {name: 0 for name in CATEGORY_ORDER}
+    for part in _fixed_parts(state, _system_blocks(state), [dict(t) for t in state.tools]):
+        totals[part.category] = totals.get(part.category, 0) + part.tokens
+    piece = json_piece(state.tools)
+    if piece is not None:
+        with _FIXED_LOCK:
+            _FIXED.insert(0, (key, piece, dict(totals)))
+            del _FIXED[4:]
+    return totals
+
+
+@functools.lru_cache(maxsize=16)
+def _thresholds_cached(th: Thresholds) -> dict[str, int]:
+    return th.to_json()
+
+
+def _thresholds_json(th: Thresholds) -> dict[str, int]:
+    """``th.to_json()``, worked out once per thresholds (a new dict each time)."""
+    return dict(_thresholds_cached(th))
 
 
 def render_text(rep: ContextReport, *, detail: bool = True) -> str:

@@ -46,12 +46,14 @@ __all__ = [
     "ELSEWHERE",
     "RECORD_VERSION",
     "STORED_SECTIONS",
+    "JsonPiece",
     "MissingPart",
     "PartBatch",
     "PartStore",
     "content_digest",
     "expand_record",
     "expand_request",
+    "json_piece",
     "known_part",
     "notebook_parts",
     "readable",
@@ -143,8 +145,9 @@ def _number_leaves(value: Any, path: _Path, out: list[tuple[_Path, Any]]) -> boo
     return False
 
 
-class _Piece:
-    """A value as first seen (a copy), the numbers in it, and its canonical JSON."""
+class JsonPiece:
+    """A JSON value as first seen (a copy), the numbers in it, and its canonical JSON:
+    :meth:`same` tells, without serialising it, whether another value is written the same."""
 
     __slots__ = ("numbers", "raw", "value")
 
@@ -168,11 +171,13 @@ class _Piece:
         return True
 
 
-def _piece(value: Any) -> _Piece | None:
+def json_piece(value: Any) -> JsonPiece | None:
+    """``value`` remembered as a :class:`JsonPiece`, or None when it is not plain JSON
+    (dicts with string keys, lists, strings, numbers, booleans, None)."""
     numbers: list[tuple[_Path, Any]] = []
     if not _number_leaves(value, (), numbers):
         return None
-    return _Piece(copy_json(value), numbers, _canonical(value).encode("utf-8"))
+    return JsonPiece(copy_json(value), numbers, _canonical(value).encode("utf-8"))
 
 
 class _BodyMemo:
@@ -182,7 +187,7 @@ class _BodyMemo:
     and three digests are taken of each main request (the call log, the turn record, the
     turn's HTML, which rebuilds it): serialising them whole each time was a visible share
     of a turn's cost. A piece is reused only when it is equal to the one remembered and
-    its numbers are of the same types (:meth:`_Piece.same`), so the JSON is byte for byte
+    its numbers are of the same types (:meth:`JsonPiece.same`), so the JSON is byte for byte
     the one ``json.dumps`` writes. A few conversations are kept (the main agent's, a
     delegated one's, the selector's), each by its messages' places.
     """
@@ -191,8 +196,8 @@ class _BodyMemo:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._fields: dict[str, list[_Piece]] = {}
-        self._conversations: list[list[_Piece | None]] = []
+        self._fields: dict[str, list[JsonPiece]] = {}
+        self._conversations: list[list[JsonPiece | None]] = []
 
     def canonical(self, body: dict[str, Any]) -> bytes:
         keys = sorted(body) if all(type(k) is str for k in body) else None
@@ -221,7 +226,7 @@ class _BodyMemo:
                 if i:
                     kept.insert(0, kept.pop(i))
                 return piece.raw
-        fresh = _piece(value)
+        fresh = json_piece(value)
         if fresh is None:
             return _canonical(value).encode("utf-8")
         kept.insert(0, fresh)
@@ -245,7 +250,7 @@ class _BodyMemo:
         for i, message in enumerate(messages):
             piece = pieces[i] if i < len(pieces) else None
             if piece is None or not piece.same(message):
-                piece = _piece(message)
+                piece = json_piece(message)
                 if i < len(pieces):
                     pieces[i] = piece
                 else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 
@@ -118,3 +119,29 @@ def test_breakpoints_counted_while_assembling_are_the_body_s():
                     built = assemble(state(messages, suffix=suffix, cache=cache), copied=copied)
                     assert built.marks is not None
                     assert built.breakpoints == count_breakpoints(built.body)
+
+
+def test_the_parts_before_the_conversation_are_never_taken_from_another_state():
+    index = IndexPart("- [Cents](cents.md) — revenue is cents", 1, 40)
+    base = state(conversation(), recall_mode="index", index=index,
+                 instructions=[InstructionPart("/p/CLAUDE.md", "project", "use polars")])
+    bool_tools = copy.deepcopy(TOOLS)
+    bool_tools[0]["input_schema"]["properties"]["limit"]["minimum"] = True
+    float_tools = copy.deepcopy(TOOLS)
+    float_tools[0]["input_schema"]["properties"]["limit"]["minimum"] = 1.5
+    variants = [
+        {}, {"index": IndexPart("- [Cents](cents.md) — revenue is in cents, always", 1, 50)},
+        {"instructions": [InstructionPart("/p/CLAUDE.md", "project", "use pandas, not polars")]},
+        {"today": "2026-12-02"}, {"recall_mode": "prefetch"}, {"memdir": None},
+        {"maintain_index": False}, {"team_dir": "/mem/team", "team_index": index},
+        {"agent_prompt": "You review.", "agent_name": "rev"}, {"tools": bool_tools},
+        {"tools": float_tools}, {"tools": []},
+        {"environment": prompts.Environment("/q", None, "Linux", "3.12", "claude-opus-4-1")},
+    ]
+    usage = Usage(input_tokens=50_000)
+    for _ in range(2):  # the second time round, each is found again
+        for change in variants:
+            st = replace(base, **change)
+            assert context_totals(st, last_usage=usage) == record_view(
+                report(assemble(st), last_usage=usage))
+            assert context_totals(st) == record_view(report(assemble(st)))
