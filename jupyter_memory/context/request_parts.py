@@ -115,10 +115,14 @@ def _digest_of(raw: str) -> str:
     return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
+def _digest_of_raw(raw: bytes) -> str:
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
 def content_digest(value: Any) -> str:
     """``sha256:`` of the canonical JSON of ``value`` (sorted keys, no spaces)."""
     if type(value) is dict and type(value.get("messages")) is list:
-        return "sha256:" + hashlib.sha256(_BODIES.canonical(value)).hexdigest()
+        return _digest_of_raw(_BODIES.canonical(value))
     return _digest_of(_canonical(value))
 
 
@@ -546,7 +550,7 @@ def request_body(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, *,
     if not copied and version >= 3 and not isinstance(entry.get("body"), Mapping):
         shared = _shared_body(entry, _lookup_from(parts))
         if shared is not None:
-            return shared
+            return shared[0]
     if isinstance(entry.get("body"), Mapping):
         whole: dict[str, Any] = copy_json(dict(entry["body"]))
         return whole
@@ -582,6 +586,9 @@ def _missing_text(digest: str) -> Any:
 #: conversation of each request, most of it the same messages as the turn before.
 _READ: dict[str, tuple[Any, tuple[tuple[str, Any], ...], dict[str, Any]]] = {}
 _READ_MAX = 4096
+#: (slot, part digest) -> the value read from that part (a message of :data:`_READ`, a
+#: system prompt or tools part itself) and its canonical JSON, while it is that value.
+_READ_RAW: dict[tuple[str, str], tuple[Any, bytes]] = {}
 
 
 def _read_message(lookup: Lookup, digest: str) -> dict[str, Any] | None:
@@ -599,18 +606,36 @@ def _read_message(lookup: Lookup, digest: str) -> dict[str, Any] | None:
         return None
     if len(_READ) >= _READ_MAX:
         _READ.clear()
+        _READ_RAW.clear()
     _READ[digest] = (part, tuple((d, lookup(d)) for d in references(part)), message)
     return message
 
 
-def _shared_body(entry: Mapping[str, Any], lookup: Lookup) -> dict[str, Any] | None:
-    """:func:`request_body` of a version 3 entry for reading only, or None when the entry
-    is not one this can rebuild (the copying path then does, or says what is wrong)."""
+def _read_raw(slot: str, digest: str, value: Any) -> bytes:
+    """The canonical JSON of ``value``, read from part ``digest``: kept while what is read
+    from it is that very value (read-only, never changed)."""
+    known = _READ_RAW.get((slot, digest))
+    if known is not None and known[0] is value:
+        return known[1]
+    raw = _canonical(value).encode("utf-8")
+    _READ_RAW[(slot, digest)] = (value, raw)
+    return raw
+
+
+def _shared_body(entry: Mapping[str, Any],
+                 lookup: Lookup) -> tuple[dict[str, Any], Callable[[], bytes]] | None:
+    """:func:`request_body` of a version 3 entry for reading only, and what gives its
+    canonical JSON from the JSON of its parts (kept: :func:`_read_raw`); None when the
+    entry is not one this can rebuild (the copying path then does, or says what is wrong).
+    """
     body: dict[str, Any] = copy_json(dict(entry.get("params") or {}))
+    fields: dict[str, tuple[str, Any]] = {}
     if "system" in entry:
         body["system"] = _resolve(lookup, entry["system"], "system")
+        fields["system"] = (entry["system"], body["system"])
     messages = []
-    for d in _conversation(lookup, entry["conversation"]) if entry.get("conversation") else []:
+    digests = _conversation(lookup, entry["conversation"]) if entry.get("conversation") else []
+    for d in digests:
         message = _read_message(lookup, d)
         if message is None:
             return None
@@ -632,16 +657,41 @@ def _shared_body(entry: Mapping[str, Any], lookup: Lookup) -> dict[str, Any] | N
     body["messages"] = messages
     if "tools" in entry:
         body["tools"] = _resolve(lookup, entry["tools"], "tools")
-    return body
+        fields["tools"] = (entry["tools"], body["tools"])
+
+    def canonical() -> bytes:
+        if not all(type(k) is str for k in body):
+            return _canonical(body).encode("utf-8")
+        out = []
+        for key in sorted(body):
+            if key == "messages":
+                raw = b"[" + b",".join(
+                    _canonical(m).encode("utf-8") if i in marked
+                    else _read_raw("message", d, m)
+                    for i, (d, m) in enumerate(zip(digests, messages, strict=True))) + b"]"
+            elif key in fields:
+                raw = _read_raw(key, *fields[key])
+            else:
+                raw = _canonical(body[key]).encode("utf-8")
+            out.append(_canonical(key).encode("utf-8") + b":" + raw)
+        return b"{" + b",".join(out) + b"}"
+
+    return body, canonical
 
 
 def expand_request(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, *,
                    version: int = RECORD_VERSION, copied: bool = True) -> dict[str, Any]:
     """:func:`request_body`, checked against the entry's ``digest`` when it has one
-    (``copied=False``: a body only read, which shares what it can)."""
-    body = request_body(entry, parts, version=version, copied=copied)
+    (``copied=False``: a body only read, which shares what it can, and whose digest is
+    taken from the JSON of the parts it was read from)."""
+    shared = None
+    if not copied and version >= 3 and not isinstance(entry.get("body"), Mapping):
+        shared = _shared_body(entry, _lookup_from(parts))
+    body = shared[0] if shared is not None else request_body(
+        entry, parts, version=version, copied=copied)
     expected = entry.get("digest")
-    if expected and content_digest(body) != expected:
+    if expected and (_digest_of_raw(shared[1]()) if shared is not None
+                     else content_digest(body)) != expected:
         raise JupyterMemoryError(
             f"The rebuilt request does not match its digest {expected[:19]}…: a part of the "
             "notebook was edited by hand.")

@@ -81,6 +81,12 @@ def test_a_changed_part_or_text_is_not_read_from_before():
     for copied in (True, False):
         with pytest.raises(JupyterMemoryError, match="edited by hand"):
             expand_request(entry, retexted, copied=copied)
+    for part in ("system", "tools"):
+        changed = copy.deepcopy(parts)
+        changed[entry[part]][0]["name" if part == "tools" else "text"] = "edited by hand"
+        for copied in (True, False):
+            with pytest.raises(JupyterMemoryError, match="edited by hand"):
+                expand_request(entry, changed, copied=copied)
     assert expand_request(entry, parts, copied=False) == body
 
 
