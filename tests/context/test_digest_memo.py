@@ -96,3 +96,4 @@ def test_several_conversations_at_once():
     for t in threads:
         t.join()
     assert errors == []
+
