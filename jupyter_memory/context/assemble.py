@@ -398,8 +398,9 @@ def _tool_tokens(text: str, tool: Mapping[str, Any]) -> int:
     return tokens
 
 
-def count_breakpoints(body: Mapping[str, Any]) -> int:
-    """How many ``cache_control`` markers a request body carries, anywhere."""
+def count_breakpoints(body: Any) -> int:
+    """How many ``cache_control`` markers a request body (or any value in one) carries,
+    anywhere."""
 
     count = 0
     stack: list[Any] = [body]
