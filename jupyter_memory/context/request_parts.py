@@ -544,8 +544,8 @@ def request_body(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, *,
     :class:`MissingPart` naming the first part that cannot be found.
 
     ``copied=False`` is for a body only read (the turn's HTML): it shares its system
-    prompt and tools with the parts, and each message with every other body read so since
-    its part and texts are found again (:func:`_shared_messages`).
+    prompt and tools with the parts, and each message with the bodies read before while
+    the lookup finds the very same part and texts for it (:func:`_read_message`).
     """
     if not copied and version >= 3 and not isinstance(entry.get("body"), Mapping):
         shared = _shared_body(entry, _lookup_from(parts))
