@@ -436,7 +436,8 @@ class PartStore:
             keys.append(chain)
             recent.append((stripped, key, chain))
         self._recent = recent
-        known = max((n for n in range(len(keys)) if keys[n] in self._chains), default=0)
+        # the longest known prefix, looked for from the end: usually all of it is known
+        known = next((n for n in range(len(keys) - 1, 0, -1) if keys[n] in self._chains), 0)
         if known == len(digests) and digests:
             ref["conversation"] = self._chains[keys[known]]
             if new is not None:
