@@ -31,7 +31,7 @@ from jupyter_memory.agent.failures import as_failure, is_model_failure, model_fa
 from jupyter_memory.agent.hooks import collect, dispatch
 from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
-from jupyter_memory.context.assemble import count_breakpoints, digest
+from jupyter_memory.context.assemble import digest
 from jupyter_memory.context.call_log import LoggedClient, calling
 from jupyter_memory.context.request_parts import RECORD_VERSION, PartBatch
 from jupyter_memory.context.sdk import ModelClient
@@ -310,7 +310,7 @@ def _call_model(turn: TurnState, client: ModelClient, round_index: int) -> Messa
             raise model_failure(exc) from exc
         raise  # not the endpoint's doing: an internal error, reported as one
     finally:  # worked out once the request is on its way, not before it leaves
-        entry.update(digest=digest(body), breakpoints=count_breakpoints(body))
+        entry.update(digest=digest(body), breakpoints=assembled.breakpoints)
     turn.got_response = True
     session.cost_ledger.charge(session.call_kind, message, str(body.get("model") or ""))
     usage = Usage.from_api(message.usage)
@@ -475,8 +475,7 @@ def build_record(turn: TurnState, answer: str, status: str,
     it (``PartStore.adopt``, ``CallLog.adopt``), as ``%%agent`` does.
     """
     session = turn.session
-    rep = session.context_report()
-    data = rep.to_json()
+    context = session.context_totals()
     kept = status != "error"
     with session.parts.batch(keep=kept) as batch:
         # The delegated runs' requests share this record's parts: one store, one keep rule.
@@ -512,13 +511,7 @@ def build_record(turn: TurnState, answer: str, status: str,
         "answer": answer,
         **sections,
         "recall": recall,
-        "context": {
-            "window": data["window"],
-            "used": data["used"],
-            "source": data["source"],
-            "categories": [{"name": c["name"], "tokens": c["tokens"]} for c in data["categories"]],
-            "thresholds": data["thresholds"],
-        },
+        "context": context,
         "usage": turn.usage.to_json(),
         "requests": requests,
         **({"calls": calls} if calls else {}),

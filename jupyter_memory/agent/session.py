@@ -59,6 +59,7 @@ from jupyter_memory.context.assemble import (
     InstructionPart,
     RequestState,
     assemble,
+    context_totals,
     report,
 )
 from jupyter_memory.context.call_log import CallLog
@@ -546,7 +547,8 @@ class Session:
     def context_report(self, *, counted_tokens: int | None = None) -> ContextReport:
         """What the next request would hold: the data behind ``%context``."""
         return report(
-            self.assemble(),
+            # only read, for its parts and breakpoints: not copied whole as a sent body is
+            assemble(self.request_state(), copied=False),
             index=self.context_pieces()[1],
             last_usage=self.conversation.last_usage,
             counted_tokens=counted_tokens,
@@ -554,6 +556,16 @@ class Session:
             context_window=self.config.context_window,
             since_usage=self._since_last_response(),
             warnings=tuple(self.instructions.warnings),
+        )
+
+    def context_totals(self) -> dict[str, Any]:
+        """The budget a turn record keeps (``context``): what :meth:`context_report` says
+        of the window and each category's tokens, worked out without building the request."""
+        return context_totals(
+            self.request_state(),
+            last_usage=self.conversation.last_usage,
+            context_window=self.config.context_window,
+            since_usage=self._since_last_response(),
         )
 
     def _since_last_response(self) -> int:

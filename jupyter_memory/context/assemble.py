@@ -9,9 +9,11 @@ request into the per-category budget that ``%context`` shows.
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -23,8 +25,14 @@ from jupyter_memory.context.models import (
     thresholds,
     unknown_model_note,
 )
-from jupyter_memory.context.request_parts import content_digest
-from jupyter_memory.context.tokens import Usage, estimate_message, estimate_tokens, estimate_tool
+from jupyter_memory.context.request_parts import JsonPiece, content_digest, json_piece
+from jupyter_memory.context.tokens import (
+    MESSAGE_OVERHEAD,
+    Usage,
+    content_text,
+    estimate_tokens,
+    estimate_tool,
+)
 
 #: The API accepts at most this many ``cache_control`` markers in one request.
 MAX_BREAKPOINTS = 4
@@ -112,6 +120,9 @@ class AssembledRequest:
 
     body: dict[str, Any]
     build_parts: Callable[[], tuple[Part, ...]] = field(repr=False, compare=False)
+    #: The ``cache_control`` markers of ``body`` as assembled, counted while it was built
+    #: (None: count them in the body).
+    marks: int | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def parts(self) -> tuple[Part, ...]:
@@ -119,7 +130,9 @@ class AssembledRequest:
 
     @property
     def breakpoints(self) -> int:
-        return count_breakpoints(self.body)
+        """How many ``cache_control`` markers the body carries (as assembled: a body
+        changed since is counted again with :func:`count_breakpoints`)."""
+        return count_breakpoints(self.body) if self.marks is None else self.marks
 
     def to_json(self) -> str:
         """The body exactly as serialised for the wire (stable key order)."""
@@ -207,36 +220,54 @@ def _as_blocks(content: Any) -> list[dict[str, Any]]:
     return [dict(b) for b in content]
 
 
-def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def wire_messages(messages: Sequence[Mapping[str, Any]], *,
+                  copied: bool = True) -> list[dict[str, Any]]:
     """Conversation messages in wire form: metadata stripped, same-role runs merged.
 
     Merging keeps roles alternating (a meta message before the person's prompt, or a
     recalled memory after a tool result, joins the user message next to it). Only the
     tail can change when messages are appended, so earlier wire messages stay stable.
+    With ``copied=False`` the messages, their block lists and their blocks are new, but
+    what a block holds (a tool's input, a result's blocks) is the conversation's own:
+    read it, never change it.
     """
+    return _wire(messages, copied)[0]
+
+
+def _wire(messages: Sequence[Mapping[str, Any]], copied: bool) -> tuple[list[dict[str, Any]], int]:
+    """:func:`wire_messages`, and the ``cache_control`` markers left inside its blocks (in
+    what they hold: a block's own marker is dropped)."""
     out: list[dict[str, Any]] = []
+    nested = 0
     for message in messages:
         role = message["role"]
-        blocks = _as_blocks(copy_json(message.get("content", [])))
+        content = message.get("content", [])
+        blocks = _as_blocks(copy_json(content) if copied else content)
         for block in blocks:
             block.pop("cache_control", None)
+            for value in block.values():
+                if type(value) is not str:
+                    nested += count_breakpoints(value)
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": role, "content": blocks})
-    return out
+    return out, nested
 
 
-def _mark_last_block(messages: list[dict[str, Any]], mark: dict[str, Any]) -> None:
-    """Put the moving breakpoint on the last block that can carry one."""
+def _mark_last_block(messages: list[dict[str, Any]], mark: dict[str, Any]) -> int:
+    """Put the moving breakpoint on the last block that can carry one; 1 when that adds
+    a marker (:func:`wire_messages` dropped the blocks' own; the context block has one)."""
     for message in reversed(messages):
         for block in reversed(message["content"]):
             if block.get("type") in ("thinking", "redacted_thinking"):
                 continue
             if block.get("type") == "text" and not block.get("text"):
                 continue
+            had = "cache_control" in block  # the context block, already marked
             block["cache_control"] = dict(mark)
-            return
+            return 0 if had else 1
+    return 0
 
 
 def _append(messages: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
@@ -248,8 +279,13 @@ def _append(messages: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
             messages.append(message)
 
 
-def assemble(state: RequestState) -> AssembledRequest:
-    """Build the exact request body for ``state``, and the parts it is made of."""
+def assemble(state: RequestState, *, copied: bool = True) -> AssembledRequest:
+    """Build the exact request body for ``state``, and the parts it is made of.
+
+    ``copied=False`` is for a body only read (the budget ``%context`` reports): the same
+    body, but it shares what the conversation's blocks hold (:func:`wire_messages`), so
+    it is not copied whole; it must never be sent or changed.
+    """
     system = _system_blocks(state)
     tools = [dict(t) for t in state.tools]
     context_block: dict[str, Any] = {"type": "text", "text": context_message_text(state)}
@@ -258,15 +294,17 @@ def assemble(state: RequestState) -> AssembledRequest:
         context_block["cache_control"] = dict(mark)
     # The context block opens the first user message (merged into it, as wire_messages
     # would): the conversation is copied once, not again to put the block in front.
-    messages = wire_messages(state.messages)
+    messages, marks = _wire(state.messages, copied)
     if messages and messages[0]["role"] == "user":
         messages[0]["content"].insert(0, context_block)
     else:
         messages.insert(0, {"role": "user", "content": [context_block]})
     if mark is not None and (len(messages) > 1 or len(messages[0]["content"]) > 1):
-        _mark_last_block(messages, mark)
+        marks += _mark_last_block(messages, mark)
     if state.suffix:
-        _append(messages, wire_messages(state.suffix))
+        more, nested = _wire(state.suffix, copied)
+        _append(messages, more)
+        marks += nested
     body: dict[str, Any] = {
         "model": state.model,
         "max_tokens": state.max_tokens,
@@ -275,13 +313,31 @@ def assemble(state: RequestState) -> AssembledRequest:
     }
     if tools:
         body["tools"] = tools
+    marks += count_breakpoints(system) + count_breakpoints(tools) + ("cache_control" in context_block)
     snapshot = replace(state, messages=list(state.messages), suffix=list(state.suffix))
-    return AssembledRequest(body, lambda: tuple(_parts(snapshot, system, tools)))
+    return AssembledRequest(body, lambda: tuple(_parts(snapshot, system, tools)), marks)
 
 
 def _parts(
     state: RequestState, system: list[dict[str, Any]], tools: list[dict[str, Any]]
 ) -> list[Part]:
+    parts = _fixed_parts(state, system, tools)
+    for message in [*state.messages, *state.suffix]:
+        meta = message.get(META_KEY) or {}
+        text = _text_of(message)
+        tokens = MESSAGE_OVERHEAD + estimate_tokens(text)  # estimate_message, text read once
+        if meta.get("kind") == "recall":
+            parts.append(Part("memories", str(meta.get("file", "memory")),
+                              text, tokens, dict(meta)))
+        else:
+            parts.append(Part("messages", message["role"], text, tokens, dict(meta)))
+    return parts
+
+
+def _fixed_parts(
+    state: RequestState, system: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> list[Part]:
+    """The parts before the conversation: system prompt, tools, instructions, index."""
     parts = [
         Part("system", "system prompt: identity and tool guidance", system[0]["text"],
              estimate_tokens(system[0]["text"])),
@@ -289,8 +345,8 @@ def _parts(
              estimate_tokens(_session_text(state))),
     ]
     for tool in tools:
-        parts.append(Part("tools", str(tool.get("name", "?")), json.dumps(tool, ensure_ascii=False),
-                          estimate_tool(tool)))
+        text = json.dumps(tool, ensure_ascii=False)
+        parts.append(Part("tools", str(tool.get("name", "?")), text, _tool_tokens(text, tool)))
     for inst in state.instructions:
         parts.append(Part("instructions", inst.path, inst.text, estimate_tokens(inst.text),
                           {"scope": inst.scope}))
@@ -318,25 +374,33 @@ def _parts(
         prompts.CONTEXT_PREAMBLE + ("\n\n" + prompts.date_block(state.today) if state.today else "")
     )
     parts.append(Part("system", "context preamble and date", frame, estimate_tokens(frame)))
-    for message in [*state.messages, *state.suffix]:
-        meta = message.get(META_KEY) or {}
-        tokens = estimate_message(message)
-        if meta.get("kind") == "recall":
-            parts.append(Part("memories", str(meta.get("file", "memory")),
-                              _text_of(message), tokens, dict(meta)))
-        else:
-            parts.append(Part("messages", message["role"], _text_of(message), tokens, dict(meta)))
     return parts
 
 
 def _text_of(message: Mapping[str, Any]) -> str:
-    from jupyter_memory.context.tokens import content_text
-
     return content_text(message.get("content", ""))
 
 
-def count_breakpoints(body: Mapping[str, Any]) -> int:
-    """How many ``cache_control`` markers a request body carries, anywhere."""
+#: A tool definition's JSON (as ``json.dumps`` writes it) -> its estimate. The same JSON
+#: text is the same definition, so its estimate (of its sorted JSON) is the same: the
+#: definitions, which rarely change, are not serialised a second time for every report.
+_TOOL_TOKENS: dict[str, int] = {}
+_TOOL_TOKENS_MAX = 256
+
+
+def _tool_tokens(text: str, tool: Mapping[str, Any]) -> int:
+    tokens = _TOOL_TOKENS.get(text)
+    if tokens is None:
+        tokens = estimate_tool(tool)
+        if len(_TOOL_TOKENS) >= _TOOL_TOKENS_MAX:
+            _TOOL_TOKENS.clear()
+        _TOOL_TOKENS[text] = tokens
+    return tokens
+
+
+def count_breakpoints(body: Any) -> int:
+    """How many ``cache_control`` markers a request body (or any value in one) carries,
+    anywhere."""
 
     count = 0
     stack: list[Any] = [body]
@@ -501,26 +565,9 @@ def report(
     for part in assembled.parts:
         by_cat.setdefault(part.category, []).append(part)
     totals = {name: sum(p.tokens for p in items) for name, items in by_cat.items()}
-    estimate = sum(totals.values())
-    source, used = "estimate", estimate
-    real = None
-    if counted_tokens is not None:
-        # Asked for just now (``%context --count``), of this very request: exact, so it
-        # wins over the last response's usage, which describes the request before.
-        real, source = counted_tokens, "count_tokens"
-    elif last_usage is not None and last_usage.total_input > 0:
-        real, source = last_usage.context_tokens + max(0, since_usage), "usage"
-    if real is not None:
-        fixed = estimate - totals["messages"]
-        if real >= fixed:
-            totals["messages"] = real - fixed
-        elif estimate:
-            # The estimate of the fixed parts alone overshoots the real total: scale every
-            # category so they still add up to what the endpoint counted.
-            scale = real / estimate
-            totals = {name: round(tokens * scale) for name, tokens in totals.items()}
-            totals["messages"] += real - sum(totals.values())
-        used = real
+    messages = totals["messages"]
+    totals, used, source = _settle(totals, lambda: messages, counted_tokens=counted_tokens,
+                                   last_usage=last_usage, since_usage=since_usage)
     categories = tuple(Category(name, totals[name], tuple(items)) for name, items in by_cat.items())
     return ContextReport(
         model=model,
@@ -538,6 +585,118 @@ def report(
         notices=tuple(notices),
         warnings=tuple(warnings),
     )
+
+
+def _settle(totals: dict[str, int], messages: Callable[[], int], *, counted_tokens: int | None,
+            last_usage: Usage | None, since_usage: int) -> tuple[dict[str, int], int, str]:
+    """``(totals, used, source)`` of a budget whose categories are ``totals``: the
+    estimates, corrected by a real count when there is one (see :func:`report`).
+
+    ``messages()`` gives the conversation's estimate, asked for only when it counts: a
+    real total at least the other categories' sets the conversation's share without it.
+    """
+    source, real = "estimate", None
+    if counted_tokens is not None:
+        # Asked for just now (``%context --count``), of this very request: exact, so it
+        # wins over the last response's usage, which describes the request before.
+        real, source = counted_tokens, "count_tokens"
+    elif last_usage is not None and last_usage.total_input > 0:
+        real, source = last_usage.context_tokens + max(0, since_usage), "usage"
+    fixed = sum(tokens for name, tokens in totals.items() if name != "messages")
+    if real is not None and real >= fixed:
+        return {**totals, "messages": real - fixed}, real, source
+    totals = {**totals, "messages": messages()}
+    estimate = sum(totals.values())
+    if real is None:
+        return totals, estimate, source
+    if estimate:
+        # The estimate of the fixed parts alone overshoots the real total: scale every
+        # category so they still add up to what the endpoint counted.
+        scale = real / estimate
+        totals = {name: round(tokens * scale) for name, tokens in totals.items()}
+        totals["messages"] += real - sum(totals.values())
+    return totals, real, source
+
+
+def context_totals(
+    state: RequestState,
+    *,
+    last_usage: Usage | None = None,
+    counted_tokens: int | None = None,
+    max_output_tokens: int | None = None,
+    context_window: int = 0,
+    since_usage: int = 0,
+) -> dict[str, Any]:
+    """The budget of the request for ``state`` as a turn record keeps it: ``window``,
+    ``used``, ``source``, the ``categories`` with their tokens (then the autocompact
+    buffer and free space) and the ``thresholds``, as ``report(assemble(state), ...)``
+    says them, but with no body built and no part listed; the conversation's estimate is
+    worked out only when no real count takes its place.
+    """
+    info = model_info(state.model, context_window)
+    th = thresholds(info, max_output_tokens)
+    totals = _fixed_totals(state)
+    conversation = []
+    for message in [*state.messages, *state.suffix]:
+        meta = message.get(META_KEY) or {}
+        if meta.get("kind") == "recall":
+            totals["memories"] += MESSAGE_OVERHEAD + estimate_tokens(_text_of(message))
+        else:
+            conversation.append(message)
+    totals, used, source = _settle(
+        totals, lambda: sum(MESSAGE_OVERHEAD + estimate_tokens(_text_of(m)) for m in conversation),
+        counted_tokens=counted_tokens, last_usage=last_usage, since_usage=since_usage)
+    return {
+        "window": info.context_window,
+        "used": used,
+        "source": source,
+        "categories": [*({"name": name, "tokens": tokens} for name, tokens in totals.items()),
+                       {"name": "autocompact buffer", "tokens": th.autocompact_buffer},
+                       {"name": "free", "tokens": max(0, info.context_window - used
+                                                      - th.autocompact_buffer)}],
+        "thresholds": _thresholds_json(th),
+    }
+
+
+#: The fields of a request state that the parts before the conversation are made of:
+#: all but the conversation (and the tools, compared as JSON).
+_FIXED_FIELDS = tuple(f.name for f in fields(RequestState)
+                      if f.name not in ("messages", "suffix", "tools"))
+#: A few recent ``(those fields, the tools, the tokens of each category they make)``.
+_FIXED: list[tuple[tuple[Any, ...], JsonPiece, dict[str, int]]] = []
+_FIXED_LOCK = threading.Lock()
+
+
+def _fixed_totals(state: RequestState) -> dict[str, int]:
+    """The tokens of each category before the conversation (every category, the
+    conversation's at 0): worked out once for the same state, since they change only when
+    the context snapshot, the settings or the tools do."""
+    key = tuple(getattr(state, name) for name in _FIXED_FIELDS)
+    with _FIXED_LOCK:
+        for i, (seen, tools, totals) in enumerate(_FIXED):
+            if seen == key and tools.same(state.tools):
+                if i:
+                    _FIXED.insert(0, _FIXED.pop(i))
+                return dict(totals)
+    totals = {name: 0 for name in CATEGORY_ORDER}
+    for part in _fixed_parts(state, _system_blocks(state), [dict(t) for t in state.tools]):
+        totals[part.category] = totals.get(part.category, 0) + part.tokens
+    piece = json_piece(state.tools)
+    if piece is not None:
+        with _FIXED_LOCK:
+            _FIXED.insert(0, (key, piece, dict(totals)))
+            del _FIXED[4:]
+    return totals
+
+
+@functools.lru_cache(maxsize=16)
+def _thresholds_cached(th: Thresholds) -> dict[str, int]:
+    return th.to_json()
+
+
+def _thresholds_json(th: Thresholds) -> dict[str, int]:
+    """``th.to_json()``, worked out once per thresholds (a new dict each time)."""
+    return dict(_thresholds_cached(th))
 
 
 def render_text(rep: ContextReport, *, detail: bool = True) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 
 __all__ = ["copy_json"]
 
-_SCALARS = (str, int, float, bool)
+#: Values copied as themselves (immutable): most of a body's leaves, kept without a call.
+_ATOMS = frozenset({str, int, float, bool, type(None)})
 
 
 def copy_json(value: Any) -> Any:
@@ -22,8 +23,12 @@ def copy_json(value: Any) -> Any:
     subclass a plain list; anything else is deep-copied the general way.
     """
     kind = type(value)
-    if kind in _SCALARS or value is None:
+    if kind in _ATOMS:
         return value
+    if kind is dict:
+        return {k: v if type(v) in _ATOMS else copy_json(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMS else copy_json(v) for v in value]
     if isinstance(value, dict):
         return {k: copy_json(v) for k, v in value.items()}
     if isinstance(value, list):

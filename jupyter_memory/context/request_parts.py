@@ -46,12 +46,14 @@ __all__ = [
     "ELSEWHERE",
     "RECORD_VERSION",
     "STORED_SECTIONS",
+    "JsonPiece",
     "MissingPart",
     "PartBatch",
     "PartStore",
     "content_digest",
     "expand_record",
     "expand_request",
+    "json_piece",
     "known_part",
     "notebook_parts",
     "readable",
@@ -75,9 +77,19 @@ STORED_SECTIONS = ("messages", "tool_calls")
 #: What a display shows for a text stored in an output it cannot see.
 ELSEWHERE = "(kept once, in an earlier output of this notebook)"
 
-#: Every part store of this process (weakly: a store goes with its session).
-_LIVE: weakref.WeakSet[PartStore] = weakref.WeakSet()
+#: Every part store of this process, weakly (a store goes with its session): a tuple
+#: replaced whole under the lock, so :func:`known_part` reads it without taking the lock
+#: (it runs for every message of every request a turn's HTML rebuilds).
+_LIVE: tuple[weakref.ref[PartStore], ...] = ()
 _LIVE_LOCK = threading.Lock()
+
+
+def _live_add(store: PartStore) -> None:
+    """Add ``store``, leaving out the stores that went (no weakref callback: one could run
+    in the middle of this, under the lock)."""
+    global _LIVE
+    with _LIVE_LOCK:
+        _LIVE = (*(ref for ref in _LIVE if ref() is not None), weakref.ref(store))
 
 #: The body fields a request entry stores as parts; the others go to ``params``.
 PART_FIELDS = ("system", "tools", "messages")
@@ -103,9 +115,156 @@ def _digest_of(raw: str) -> str:
     return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
+def _digest_of_raw(raw: bytes) -> str:
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
 def content_digest(value: Any) -> str:
     """``sha256:`` of the canonical JSON of ``value`` (sorted keys, no spaces)."""
+    if type(value) is dict and type(value.get("messages")) is list:
+        return _digest_of_raw(_BODIES.canonical(value))
     return _digest_of(_canonical(value))
+
+
+#: The leaves whose JSON a value equal to them (``==``) may still write differently:
+#: ``1``, ``1.0`` and ``True`` are equal, and so are ``0.0`` and ``-0.0``.
+_NUMBERS = (int, float, bool)
+_Path = tuple[Any, ...]
+
+
+def _number_leaves(value: Any, path: _Path, out: list[tuple[_Path, Any]]) -> bool:
+    """Add the path and value of every number in ``value`` to ``out``; False when
+    ``value`` holds something other than JSON (then it is not remembered)."""
+    kind = type(value)
+    if kind is str or value is None:
+        return True
+    if kind is dict:
+        return all(type(k) is str and _number_leaves(v, (*path, k), out)
+                   for k, v in value.items())
+    if kind is list:
+        return all(_number_leaves(v, (*path, i), out) for i, v in enumerate(value))
+    if kind in _NUMBERS:
+        out.append((path, value))
+        return True
+    return False
+
+
+class JsonPiece:
+    """A JSON value as first seen (a copy), the numbers in it, and its canonical JSON:
+    :meth:`same` tells, without serialising it, whether another value is written the same."""
+
+    __slots__ = ("numbers", "raw", "value")
+
+    def __init__(self, value: Any, numbers: list[tuple[_Path, Any]], raw: bytes) -> None:
+        self.value = value
+        self.numbers = numbers
+        self.raw = raw
+
+    def same(self, other: Any) -> bool:
+        """Whether ``other`` has exactly this canonical JSON: equal, and each of its
+        numbers of the same type as here (a float also of the same ``repr``)."""
+        if other != self.value:
+            return False
+        for path, number in self.numbers:
+            node = other
+            for step in path:
+                node = node[step]
+            if type(node) is not type(number) or (
+                    type(number) is float and repr(node) != repr(number)):
+                return False
+        return True
+
+
+def json_piece(value: Any) -> JsonPiece | None:
+    """``value`` remembered as a :class:`JsonPiece`, or None when it is not plain JSON
+    (dicts with string keys, lists, strings, numbers, booleans, None)."""
+    numbers: list[tuple[_Path, Any]] = []
+    if not _number_leaves(value, (), numbers):
+        return None
+    return JsonPiece(copy_json(value), numbers, _canonical(value).encode("utf-8"))
+
+
+class _BodyMemo:
+    """Canonical JSON of request bodies, from the pieces the last ones had.
+
+    A body repeats the system prompt, the tools and the conversation of the one before,
+    and three digests are taken of each main request (the call log, the turn record, the
+    turn's HTML, which rebuilds it): serialising them whole each time was a visible share
+    of a turn's cost. A piece is reused only when it is equal to the one remembered and
+    its numbers are of the same types (:meth:`JsonPiece.same`), so the JSON is byte for byte
+    the one ``json.dumps`` writes. A few conversations are kept (the main agent's, a
+    delegated one's, the selector's), each by its messages' places.
+    """
+
+    SLOTS = 4
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fields: dict[str, list[JsonPiece]] = {}
+        self._conversations: list[list[JsonPiece | None]] = []
+
+    def canonical(self, body: dict[str, Any]) -> bytes:
+        keys = sorted(body) if all(type(k) is str for k in body) else None
+        if keys is None:
+            return _canonical(body).encode("utf-8")
+        out = [b"{"]
+        with self._lock:
+            for n, key in enumerate(keys):
+                if n:
+                    out.append(b",")
+                out.append(_canonical(key).encode("utf-8") + b":")
+                value = body[key]
+                if key == "messages":
+                    out.append(self._messages(value))
+                elif key in ("system", "tools"):
+                    out.append(self._field(key, value))
+                else:
+                    out.append(_canonical(value).encode("utf-8"))
+        out.append(b"}")
+        return b"".join(out)
+
+    def _field(self, key: str, value: Any) -> bytes:
+        kept = self._fields.setdefault(key, [])
+        for i, piece in enumerate(kept):
+            if piece.same(value):
+                if i:
+                    kept.insert(0, kept.pop(i))
+                return piece.raw
+        fresh = json_piece(value)
+        if fresh is None:
+            return _canonical(value).encode("utf-8")
+        kept.insert(0, fresh)
+        del kept[self.SLOTS:]
+        return fresh.raw
+
+    def _messages(self, messages: list[Any]) -> bytes:
+        if not messages:
+            return b"[]"
+        kept = self._conversations
+        for i, pieces in enumerate(kept):  # the conversation that starts the same way
+            first = pieces[0] if pieces else None
+            if first is not None and first.same(messages[0]):
+                kept.insert(0, kept.pop(i))
+                break
+        else:
+            kept.insert(0, [])
+            del kept[self.SLOTS:]
+        pieces = kept[0]
+        raws = []
+        for i, message in enumerate(messages):
+            piece = pieces[i] if i < len(pieces) else None
+            if piece is None or not piece.same(message):
+                piece = json_piece(message)
+                if i < len(pieces):
+                    pieces[i] = piece
+                else:
+                    pieces.append(piece)
+            raws.append(piece.raw if piece is not None else _canonical(message).encode("utf-8"))
+        del pieces[len(messages):]
+        return b"[" + b",".join(raws) + b"]"
+
+
+_BODIES = _BodyMemo()
 
 
 def _strip_marks(message: Mapping[str, Any], index: int) -> tuple[Mapping[str, Any], list[list[Any]]]:
@@ -114,8 +273,12 @@ def _strip_marks(message: Mapping[str, Any], index: int) -> tuple[Mapping[str, A
     Only the blocks that carried a marker are copied; the rest are the message's own.
     """
     content = message.get("content")
-    if not isinstance(content, list) or not any(
-            isinstance(b, dict) and "cache_control" in b for b in content):
+    if not isinstance(content, list):
+        return message, []
+    for b in content:
+        if isinstance(b, dict) and "cache_control" in b:
+            break
+    else:
         return message, []
     marks: list[list[Any]] = []
     blocks = []
@@ -142,14 +305,14 @@ class PartStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.values: dict[str, Any] = {}
-        with _LIVE_LOCK:  # for known_part; a store goes when its session does
-            _LIVE.add(self)
+        _live_add(self)  # for known_part; a store goes when its session does
         # rolling key of a message-digest prefix -> digest of the conversation part for it
         self._chains: dict[str, str] = {}
-        # The last request's messages (markers stripped) and their digests: a message equal
-        # to the one at the same place last time has the same digest, found by a comparison
-        # instead of serialising and hashing the whole conversation at every call.
-        self._recent: list[tuple[Mapping[str, Any], str]] = []
+        # The last request's messages (markers stripped), their digests and the chain key of
+        # the conversation up to each: a message equal to the one at the same place last
+        # time has the same digest, found by a comparison instead of serialising and hashing
+        # the whole conversation at every call, and the same messages the same chain keys.
+        self._recent: list[tuple[Mapping[str, Any], str, str]] = []
         # slot ("system", "tools", "decisions") -> (the value stored last, its digest)
         self._memo: dict[str, tuple[Any, str]] = {}
         # the digests some record of the session carries (the call log holds parts that
@@ -265,21 +428,25 @@ class PartStore:
             ref["tools"] = self._put_slot("tools", body["tools"], new)
         marks: list[list[Any]] = []
         digests: list[str] = []
-        recent: list[tuple[Mapping[str, Any], str]] = []
+        recent: list[tuple[Mapping[str, Any], str, str]] = []
+        keys = [""]
+        same = True  # every message so far is the one at its place last time
+        last = self._recent
         for i, message in enumerate(body.get("messages") or []):
             stripped, found = _strip_marks(message, i)
             marks.extend(found)
-            if i < len(self._recent) and self._recent[i][0] == stripped:
-                key = self._recent[i][1]
+            if i < len(last) and last[i][0] == stripped:
+                key = last[i][1]
             else:
                 key = self._put(self._texts(stripped, new), new)
+                same = False
+            chain = last[i][2] if same else _chain_key(keys[-1], key)
             digests.append(key)
-            recent.append((stripped, key))
+            keys.append(chain)
+            recent.append((stripped, key, chain))
         self._recent = recent
-        keys = [""]
-        for d in digests:
-            keys.append(_chain_key(keys[-1], d))
-        known = max((n for n in range(len(keys)) if keys[n] in self._chains), default=0)
+        # the longest known prefix, looked for from the end: usually all of it is known
+        known = next((n for n in range(len(keys) - 1, 0, -1) if keys[n] in self._chains), 0)
         if known == len(digests) and digests:
             ref["conversation"] = self._chains[keys[known]]
             if new is not None:
@@ -333,12 +500,16 @@ class PartBatch:
 
 def known_part(digest: str) -> Any:
     """A part any live session of this process stored, or ``None`` (the live turn view)."""
-    with _LIVE_LOCK:
-        stores = list(_LIVE)
-    for store in stores:
-        if digest in store.values:
-            return store.values[digest]
+    for ref in _LIVE:
+        store = ref()
+        if store is not None:
+            value = store.values.get(digest, _ABSENT)
+            if value is not _ABSENT:
+                return value
     return None
+
+
+_ABSENT = object()
 
 
 Lookup = Callable[[str], Any]
@@ -374,14 +545,22 @@ def _conversation(lookup: Lookup, digest: str) -> list[str]:
 
 
 def request_body(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, *,
-                 version: int = RECORD_VERSION) -> dict[str, Any]:
+                 version: int = RECORD_VERSION, copied: bool = True) -> dict[str, Any]:
     """The exact body of a request entry of any record version.
 
     Version 1 entries carry their ``body``; later entries are rebuilt from ``parts`` (a
     digest → part mapping, or a lookup function), and from version 3 the texts their
     message parts refer to are put back (``version`` is the record's). Raises
     :class:`MissingPart` naming the first part that cannot be found.
+
+    ``copied=False`` is for a body only read (the turn's HTML): it shares its system
+    prompt and tools with the parts, and each message with the bodies read before while
+    the lookup finds the very same part and texts for it (:func:`_read_message`).
     """
+    if not copied and version >= 3 and not isinstance(entry.get("body"), Mapping):
+        shared = _shared_body(entry, _lookup_from(parts))
+        if shared is not None:
+            return shared[0]
     if isinstance(entry.get("body"), Mapping):
         whole: dict[str, Any] = copy_json(dict(entry["body"]))
         return whole
@@ -412,12 +591,117 @@ def _missing_text(digest: str) -> Any:
     raise MissingPart(digest, "text")
 
 
+#: Message digest -> (its part, each text it refers to with the text found, the message
+#: with its texts put back), for bodies only read: a turn's HTML rebuilds the whole
+#: conversation of each request, most of it the same messages as the turn before.
+_READ: dict[str, tuple[Any, tuple[tuple[str, Any], ...], dict[str, Any]]] = {}
+_READ_MAX = 4096
+#: (slot, part digest) -> the value read from that part (a message of :data:`_READ`, a
+#: system prompt or tools part itself) and its canonical JSON, while it is that value.
+_READ_RAW: dict[tuple[str, str], tuple[Any, bytes]] = {}
+
+
+def _read_message(lookup: Lookup, digest: str) -> dict[str, Any] | None:
+    """The message of ``digest`` with its texts, shared: the one built before while the
+    lookup finds the very same part and texts (parts are never changed), else a new one.
+    None for a part that is not a message."""
+    part = _resolve(lookup, digest, "message")
+    known = _READ.get(digest)
+    if known is not None and known[0] is part and all(lookup(d) is text for d, text in known[1]):
+        return known[2]
+    if type(part) is not dict:
+        return None
+    message = resolve(part, lookup, _missing_text, copied=False)
+    if type(message) is not dict:
+        return None
+    if len(_READ) >= _READ_MAX:
+        _READ.clear()
+        _READ_RAW.clear()
+    _READ[digest] = (part, tuple((d, lookup(d)) for d in references(part)), message)
+    return message
+
+
+def _read_raw(slot: str, digest: str, value: Any) -> bytes:
+    """The canonical JSON of ``value``, read from part ``digest``: kept while what is read
+    from it is that very value (read-only, never changed)."""
+    known = _READ_RAW.get((slot, digest))
+    if known is not None and known[0] is value:
+        return known[1]
+    raw = _canonical(value).encode("utf-8")
+    _READ_RAW[(slot, digest)] = (value, raw)
+    return raw
+
+
+def _shared_body(entry: Mapping[str, Any],
+                 lookup: Lookup) -> tuple[dict[str, Any], Callable[[], bytes]] | None:
+    """:func:`request_body` of a version 3 entry for reading only, and what gives its
+    canonical JSON from the JSON of its parts (kept: :func:`_read_raw`); None when the
+    entry is not one this can rebuild (the copying path then does, or says what is wrong).
+    """
+    body: dict[str, Any] = copy_json(dict(entry.get("params") or {}))
+    fields: dict[str, tuple[str, Any]] = {}
+    if "system" in entry:
+        body["system"] = _resolve(lookup, entry["system"], "system")
+        fields["system"] = (entry["system"], body["system"])
+    messages = []
+    digests = _conversation(lookup, entry["conversation"]) if entry.get("conversation") else []
+    for d in digests:
+        message = _read_message(lookup, d)
+        if message is None:
+            return None
+        messages.append(message)
+    marked: set[int] = set()
+    for mark in entry.get("cache_marks") or []:
+        if not (isinstance(mark, list) and len(mark) == 3 and type(mark[0]) is int
+                and type(mark[1]) is int and 0 <= mark[0] < len(messages)):
+            return None
+        i, j, value = mark
+        content = messages[i].get("content")
+        if type(content) is not list or not 0 <= j < len(content) or type(content[j]) is not dict:
+            return None
+        if i not in marked:  # the marks go on copies: the shared message stays as it is
+            messages[i] = {**messages[i], "content": list(content)}
+            marked.add(i)
+        blocks = messages[i]["content"]
+        blocks[j] = {**blocks[j], "cache_control": copy_json(value)}
+    body["messages"] = messages
+    if "tools" in entry:
+        body["tools"] = _resolve(lookup, entry["tools"], "tools")
+        fields["tools"] = (entry["tools"], body["tools"])
+
+    def canonical() -> bytes:
+        if not all(type(k) is str for k in body):
+            return _canonical(body).encode("utf-8")
+        out = []
+        for key in sorted(body):
+            if key == "messages":
+                raw = b"[" + b",".join(
+                    _canonical(m).encode("utf-8") if i in marked
+                    else _read_raw("message", d, m)
+                    for i, (d, m) in enumerate(zip(digests, messages, strict=True))) + b"]"
+            elif key in fields:
+                raw = _read_raw(key, *fields[key])
+            else:
+                raw = _canonical(body[key]).encode("utf-8")
+            out.append(_canonical(key).encode("utf-8") + b":" + raw)
+        return b"{" + b",".join(out) + b"}"
+
+    return body, canonical
+
+
 def expand_request(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, *,
-                   version: int = RECORD_VERSION) -> dict[str, Any]:
-    """:func:`request_body`, checked against the entry's ``digest`` when it has one."""
-    body = request_body(entry, parts, version=version)
+                   version: int = RECORD_VERSION, copied: bool = True) -> dict[str, Any]:
+    """:func:`request_body`, checked against the entry's ``digest`` when it has one
+    (``copied=False``: a body only read, which shares what it can, and whose digest is
+    taken from the JSON of the parts it was read from)."""
+    shared = None
+    if not copied and version >= 3 and not isinstance(entry.get("body"), Mapping):
+        shared = _shared_body(entry, _lookup_from(parts))
+    body = shared[0] if shared is not None else request_body(
+        entry, parts, version=version, copied=copied)
     expected = entry.get("digest")
-    if expected and content_digest(body) != expected:
+    if expected and (_digest_of_raw(shared[1]()) if shared is not None
+                     else content_digest(body)) != expected:
         raise JupyterMemoryError(
             f"The rebuilt request does not match its digest {expected[:19]}…: a part of the "
             "notebook was edited by hand.")

@@ -23,6 +23,7 @@ outline, which reads on white and dark pages. In JupyterLab each segment also ca
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -112,13 +113,16 @@ def colour(name: str) -> CategoryColour:
     return _BY_NAME.get(name, UNKNOWN)
 
 
+@functools.lru_cache(maxsize=256)
 def category_class(name: str) -> str:
     """The CSS class of a category's segment and swatch: ``jm-cat-autocompact-buffer``."""
     return "jm-cat-" + (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "other")
 
 
+@functools.lru_cache(maxsize=256)
 def luminance(hex_colour: str) -> float:
-    """WCAG relative luminance of a ``#rrggbb`` colour."""
+    """WCAG relative luminance of a ``#rrggbb`` colour (worked out once per colour: every
+    context bar asks for the ink of each fill)."""
     value = hex_colour.lstrip("#")
     if not re.fullmatch(r"[0-9a-fA-F]{6}", value):
         raise ValueError(f"not a #rrggbb colour: {hex_colour!r}")
@@ -136,6 +140,7 @@ def contrast(a: str, b: str) -> float:
     return (lb + 0.05) / (la + 0.05)
 
 
+@functools.lru_cache(maxsize=256)
 def ink(fill: str) -> str:
     """Black or white text, whichever contrasts more with ``fill``."""
     return "#ffffff" if contrast(fill, "#ffffff") >= contrast(fill, "#000000") else "#000000"

@@ -74,7 +74,9 @@ def _prompt_html(record: Mapping[str, Any]) -> str:
 
 def _recall_html(record: Mapping[str, Any]) -> str:
     recall = record.get("recall") or {}
-    decisions = [d for d in recall.get("decisions") or [] if isinstance(d, Mapping)]
+    # a dict is a Mapping: asked first, as the abstract check is slow for 200 decisions
+    decisions = [d for d in recall.get("decisions") or []
+                 if type(d) is dict or isinstance(d, Mapping)]
     if not decisions:
         return ""
     rows = []
@@ -177,7 +179,7 @@ def _requests_html(record: Mapping[str, Any], notebook: str | None) -> str:
         if entry.get("stop_reason"):
             head += f" · {entry['stop_reason']}"
         try:
-            body = expand_request(entry, lookup,
+            body = expand_request(entry, lookup, copied=False,  # only read here
                                   version=version if isinstance(version, int) else 1)
         except MissingPart:
             text = ("Not rebuilt here: a part of it is kept in an earlier output of the "
