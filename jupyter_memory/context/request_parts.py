@@ -175,6 +175,15 @@ class JsonPiece:
         return True
 
 
+def _same(remembered: Any, value: Any) -> bool:
+    """Whether ``value`` is written as ``remembered`` was: a :class:`JsonPiece` compares
+    the numbers' types too (``1``, ``True`` and ``1.0`` are equal in Python, not in JSON);
+    anything else (not plain JSON) must be equal."""
+    if isinstance(remembered, JsonPiece):
+        return remembered.same(value)
+    return bool(remembered == value)
+
+
 def json_piece(value: Any) -> JsonPiece | None:
     """``value`` remembered as a :class:`JsonPiece`, or None when it is not plain JSON
     (dicts with string keys, lists, strings, numbers, booleans, None)."""
@@ -312,7 +321,9 @@ class PartStore:
         # the conversation up to each: a message equal to the one at the same place last
         # time has the same digest, found by a comparison instead of serialising and hashing
         # the whole conversation at every call, and the same messages the same chain keys.
-        self._recent: list[tuple[Mapping[str, Any], str, str]] = []
+        # (what was remembered of each message: a JsonPiece, a copy, so a message changed
+        # in place or a number of another type is seen as new)
+        self._recent: list[tuple[Any, str, str]] = []
         # slot ("system", "tools", "decisions") -> (the value stored last, its digest)
         self._memo: dict[str, tuple[Any, str]] = {}
         # the digests some record of the session carries (the call log holds parts that
@@ -323,11 +334,6 @@ class PartStore:
         """Store ``value`` (once per session) and, unless ``new`` is None (held for the
         call log), put it in ``new`` when no record carries it yet."""
         key = _digest_of(_canonical(value) if raw is None else raw)
-        if key not in self.values:
-            self.values[key] = value
-        if new is not None:
-            self._carry(key, new)
-        return key
         if key not in self.values:
             self.values[key] = value
         if new is not None:
@@ -356,13 +362,13 @@ class PartStore:
                   raw: str | None = None) -> str:
         """:meth:`_put` for a value that is usually the same as last time in its slot."""
         last = self._memo.get(slot)
-        if last is not None and last[0] == value:
+        if last is not None and _same(last[0], value):
             if new is not None:
                 self._carry(last[1], new)
             return last[1]
         stored = copy_json(value)
         key = self._put(stored, new, raw)
-        self._memo[slot] = (self.values[key], key)
+        self._memo[slot] = (json_piece(value) or self.values[key], key)
         return key
 
     @contextmanager
@@ -428,22 +434,23 @@ class PartStore:
             ref["tools"] = self._put_slot("tools", body["tools"], new)
         marks: list[list[Any]] = []
         digests: list[str] = []
-        recent: list[tuple[Mapping[str, Any], str, str]] = []
+        recent: list[tuple[Any, str, str]] = []
         keys = [""]
         same = True  # every message so far is the one at its place last time
         last = self._recent
         for i, message in enumerate(body.get("messages") or []):
             stripped, found = _strip_marks(message, i)
             marks.extend(found)
-            if i < len(last) and last[i][0] == stripped:
-                key = last[i][1]
+            if i < len(last) and _same(last[i][0], stripped):
+                key, remembered = last[i][1], last[i][0]
             else:
                 key = self._put(self._texts(stripped, new), new)
+                remembered = json_piece(stripped) or copy_json(stripped)
                 same = False
             chain = last[i][2] if same else _chain_key(keys[-1], key)
             digests.append(key)
             keys.append(chain)
-            recent.append((stripped, key, chain))
+            recent.append((remembered, key, chain))
         self._recent = recent
         # the longest known prefix, looked for from the end: usually all of it is known
         known = next((n for n in range(len(keys) - 1, 0, -1) if keys[n] in self._chains), 0)
@@ -485,7 +492,7 @@ class PartBatch:
         one is found by a comparison, not serialised again.
         """
         last = self._store._memo.get(slot)
-        if last is not None and last[0] == value:
+        if last is not None and _same(last[0], value):
             return {REF_KEY: last[1]}
         raw = _canonical(value)
         if len(raw) < TEXT_PART_MIN:

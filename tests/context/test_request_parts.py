@@ -306,3 +306,32 @@ def test_the_turn_view_shows_each_request_rebuilt_when_its_fold_opens(saved_turn
                 "parts": {}}
     lost = TurnView(stranger)
     assert "not in the records given" in lost.request_html(0)
+
+
+def test_a_message_changed_in_place_or_a_number_of_another_type_is_stored_anew() -> None:
+    """The store finds a message again by comparing it with the one it saw at that place;
+    what it remembers is a copy, and ``1``/``True``/``1.0`` do not count as the same."""
+    store = PartStore()
+    call = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"limit": 1}}
+    messages = [msg("user", "read it"), {"role": "assistant", "content": [call]}]
+    first = body_of(messages)
+    ref, parts = store.compact(first)
+    assert expand_request({**ref, "digest": digest(first)}, parts) == first
+    seen = dict(parts)
+    for change in (True, 1.0):
+        call["input"]["limit"] = change  # in place: the same dict the store saw
+        body = body_of(messages)
+        again, new = store.compact(body)
+        seen.update(new)
+        assert again["conversation"] != ref["conversation"]
+        assert expand_request({**again, "digest": digest(body)}, seen) == body
+        ref = again
+
+
+def test_a_tools_list_with_a_number_of_another_type_is_another_part() -> None:
+    store = PartStore()
+    one = {**body_of([msg("user", "hi")]), "tools": [{"name": "T", "input_schema": {"max": 1}}]}
+    other = {**one, "tools": [{"name": "T", "input_schema": {"max": True}}]}
+    ref_one, _ = store.compact(one)
+    ref_other, parts = store.compact(other)
+    assert ref_one["tools"] != ref_other["tools"] and ref_other["tools"] in parts
