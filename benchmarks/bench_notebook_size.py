@@ -144,6 +144,11 @@ def restore_notebook(path: Path) -> tuple[int, int, nbformat.NotebookNode]:
             requests = [{**{k: v for k, v in e.items() if k not in _REFERENCE_KEYS},
                          **batch.request(expand_request(e, parts, version=version))}
                         for e in record.get("requests") or []]
+            calls = [{**{k: v for k, v in c.items() if k not in _REFERENCE_KEYS},
+                      **batch.request(expand_request(c, parts, version=version))}
+                     for c in record.get("calls") or []]
+            if calls:
+                record = {**record, "calls": calls}
             new = {**record, "version": RECORD_VERSION, "requests": requests,
                    "messages": batch.texts(whole(record.get("messages") or [])),
                    "tool_calls": batch.texts(whole(record.get("tool_calls") or []))}
