@@ -233,7 +233,8 @@ def _marks(blocks: Any) -> str:
     return f" [cache mark on block {', '.join(marked)}]" if marked else ""
 
 
-def _block_line(block: Mapping[str, Any]) -> str:
+def _block_line(block: Mapping[str, Any],
+                shown: Mapping[str, tuple[str, str]] | None = None) -> str:
     kind = block.get("type")
     mark = " [cache mark]" if "cache_control" in block else ""
     if kind == "text":
@@ -244,12 +245,22 @@ def _block_line(block: Mapping[str, Any]) -> str:
     if kind == "tool_result":
         body = _text(block.get("content")) or json.dumps(block.get("content"), ensure_ascii=False)
         error = " (error)" if block.get("is_error") else ""
+        name, result = (shown or {}).get(str(block.get("tool_use_id")), ("", None))
+        if result is not None and result == body:
+            return (f"tool_result{error}{mark}: the output of {name} shown above "
+                    f"({len(body):,} characters)")
         return f"tool_result{error}{mark}:\n{_indent(body, '      ')}"
     return f"{kind}{mark}"
 
 
-def render_body(body: Mapping[str, Any], *, since: Mapping[str, str] | None = None) -> list[str]:
-    """The readable body; ``since`` names what is unchanged since an earlier call."""
+def render_body(body: Mapping[str, Any], *, since: Mapping[str, str] | None = None,
+                shown: Mapping[str, tuple[str, str]] | None = None) -> list[str]:
+    """The readable body; ``since`` names what is unchanged since an earlier call.
+
+    ``shown`` maps a tool call's id to its tool's name and its output, when the page
+    already shows that output: a tool result with exactly that text is named, not
+    repeated (the static turn view shows each output once).
+    """
     since = since or {}
     lines = []
     params = {k: v for k, v in body.items() if k not in ("system", "tools", "messages")}
@@ -284,7 +295,7 @@ def render_body(body: Mapping[str, Any], *, since: Mapping[str, str] | None = No
         lines.append(f"    [{i}] {message.get('role')}:")
         for block in blocks:
             if isinstance(block, Mapping):
-                lines.append("      " + _block_line(block))
+                lines.append("      " + _block_line(block, shown))
     return lines
 
 

@@ -170,6 +170,10 @@ def _requests_html(record: Mapping[str, Any], notebook: str | None) -> str:
     version = record.get("version")
     lookup = record_lookup(record)
     numbers = _call_numbers(record, entries)
+    # The turn's tool outputs are in its tool-call folds above: a request names them.
+    outputs = {str(c["id"]): (str(c.get("name")), c["result"])
+             for c in record.get("tool_calls") or []
+             if isinstance(c, Mapping) and c.get("id") and isinstance(c.get("result"), str)}
     views: list[CallView] = []
     items, budget = [], REQUEST_CHARS
     for entry, number in zip(entries, numbers, strict=True):
@@ -193,7 +197,7 @@ def _requests_html(record: Mapping[str, Any], notebook: str | None) -> str:
             since = (shared_with(view, views) if views
                      else _first_since(record, entry, body))
             views.append(view)
-            text = "\n".join(render_body(body, since=since))
+            text = "\n".join(render_body(body, since=since, shown=outputs))
         shown = min(CALL_CHARS, max(budget, 0))
         budget -= min(len(text), CALL_CHARS)
         text = _cut(text, shown) if shown else f"{len(text):,} characters not shown"

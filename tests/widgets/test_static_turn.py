@@ -99,9 +99,21 @@ def test_each_request_shows_what_it_adds(records: list[dict[str, Any]]) -> None:
     assert "unchanged since turn 1 (call 1)" in second_call
     added = html.unescape(second_call)
     assert "the first 1 as in turn 1 call 1; new from message 2" in added
-    assert "tool_use Read" in added and "description: revenue is in cents" in added
-    assert "more characters not shown" in added  # cut at CALL_CHARS, the cut counted
-    assert "<img" not in second_call and "&lt;img src=x" in second_call
+    assert "tool_use Read" in added
+    # The Read's output is in the turn's tool-call fold: the request names it instead.
+    output = readable(records[0])["tool_calls"][0]["result"]
+    assert (f"tool_result [cache mark]: the output of Read shown above ({len(output):,} "
+            "characters)") in added
+    assert "description: revenue is in cents" not in added
+    page = turn_bundle(records[0], NOTEBOOK)["text/html"]
+    assert html.unescape(page).count("description: revenue is in cents") == 1
+    assert "<img" not in page and "&lt;img src=x" in page
+    # A result that is not the one the fold shows (cleared, say) is still printed.
+    cleared = readable(records[0])
+    cleared["tool_calls"][0]["result"] = "something else"
+    again = html.unescape(turn_requests_html(cleared, NOTEBOOK))
+    assert "description: revenue is in cents" in again
+    assert "more characters not shown" in again  # cut at CALL_CHARS, the cut counted
     assert request_command(NOTEBOOK, 1, 2) == "jupyter-memory request 'two turns.ipynb' --turn 1 --call 2"
     assert request_command(None, 3, 1) == "jupyter-memory request NOTEBOOK --turn 3 --call 1"
 
