@@ -540,15 +540,20 @@ def test_a_run_stops_after_five_model_calls(session, hook, router, fake_api):
     assert fake_api.failures == []
 
 
-def test_a_notice_that_cannot_reach_its_cell_comes_with_the_next_turn(
-        session, hook, router, fake_api):
+def save_then_nothing(session: Session, router: Router, *answers: str) -> None:
+    """Two turns answered with ``answers``; the first run saves FEEDBACK, the next none."""
     path = session.memdir / "feedback_no_full_frames.md"
-    router.main.extend([Turn(text="ok"), Turn(text="next")])
+    router.main.extend(Turn(text=answer) for answer in answers)
     router.extract.extend([
         Turn(tool_calls=[ToolCall("Write", {"file_path": str(path), "content": FEEDBACK})]),
-        Turn(text="Saved."),
+        Turn(text="Saved feedback_no_full_frames.md."),
         Turn(text="Nothing to save."),
     ])
+
+
+def test_a_notice_that_cannot_reach_its_cell_comes_with_the_next_turn(
+        session, hook, router, fake_api):
+    save_then_nothing(session, router, "ok", "next")
 
     def gone(text: str, payload: dict) -> None:
         raise RuntimeError("the cell's display is gone")
@@ -564,13 +569,7 @@ def test_a_notice_that_cannot_reach_its_cell_comes_with_the_next_turn(
 def test_the_next_run_names_the_memory_the_last_run_saved(session, hook, router, fake_api):
     """The index in the shared context was loaded before the first run saved a memory, so
     the second run's instruction names that memory (and only it) as new since then."""
-    path = session.memdir / "feedback_no_full_frames.md"
-    router.main.extend([Turn(text="Noted."), Turn(text="Here is the head.")])
-    router.extract.extend([
-        Turn(tool_calls=[ToolCall("Write", {"file_path": str(path), "content": FEEDBACK})]),
-        Turn(text="Saved feedback_no_full_frames.md."),
-        Turn(text="Nothing to save."),
-    ])
+    save_then_nothing(session, router, "Noted.", "Here is the head.")
     turn(session, "Please never print a whole data frame for me.")
     assert hook.wait(120)
     turn(session, "Show me the sales table.")

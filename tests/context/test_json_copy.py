@@ -9,7 +9,7 @@ from jupyter_memory.context.json_copy import copy_json
 
 def test_copy_json_copies_every_container_and_keeps_the_leaves():
     class Node(dict):
-        pass
+        """A dict subclass: copied as a plain dict."""
 
     value = {"a": [1, 2.5, True, None, "s", {"b": [[]]}], "c": Node(d=[{"e": 0}]),
              "f": OrderedDict(g=1), "t": (1, [2])}
