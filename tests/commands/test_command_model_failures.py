@@ -30,6 +30,9 @@ SAID = f"The model endpoint answered with an error (400): {REASON}"
 class _Refuse(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        # Counted before the answer leaves: the client may read it, and the test check the
+        # count, before this thread runs again.
+        self.server.refused += 1  # type: ignore[attr-defined]
         body = json.dumps({"type": "error", "error": {"type": "invalid_request_error",
                                                       "message": REASON}}).encode()
         self.send_response(400)
@@ -37,7 +40,6 @@ class _Refuse(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        self.server.refused += 1  # type: ignore[attr-defined]
 
     def log_message(self, format: str, *args: object) -> None:
         return None
