@@ -33,7 +33,7 @@ from jupyter_memory.agent.session import Session
 from jupyter_memory.context import prompts
 from jupyter_memory.context.assemble import digest
 from jupyter_memory.context.call_log import LoggedClient, calling
-from jupyter_memory.context.request_parts import RECORD_VERSION, PartBatch
+from jupyter_memory.context.request_parts import RECORD_VERSION, PartBatch, stored_parts
 from jupyter_memory.context.sdk import ModelClient
 from jupyter_memory.context.tokens import Usage
 from jupyter_memory.errors import JupyterMemoryError
@@ -515,7 +515,7 @@ def build_record(turn: TurnState, answer: str, status: str,
         "usage": turn.usage.to_json(),
         "requests": requests,
         **({"calls": calls} if calls else {}),
-        "parts": batch.new,
+        **stored_parts(batch.new),
         "memories_written": [{"file": f, "by": "agent"} for f in turn.memories_written],
         "events": turn.events_log,
         "background": [],

@@ -16,8 +16,12 @@ Message parts are wire messages without ``cache_control``. From version 3, every
 string in a message part, and in the record's own ``messages`` and ``tool_calls``, is a
 text part referred to as ``{"$part": DIGEST}`` (:mod:`part_refs`), so a tool's output is
 kept once however many places name it; the turn's recall decisions, which repeat from turn
-to turn, are a part too. Every part is stored once, in the ``parts`` map of the first
-record of the session that needs it; later records refer to it by digest.
+to turn, are a part too. Every part is stored once, in the first record of the session
+that needs it; later records refer to it by digest. A text part is a string in the
+record's ``parts``; from version 4 a structured part (a message, a conversation link, a
+block list, recall decisions) is in ``json_parts`` as the canonical JSON its digest is the
+``sha256`` of, one string, because nbformat's indented writer gives every value of a
+structure a line of its own (:func:`stored_parts`, :func:`record_parts`).
 :func:`expand_request` rebuilds the exact body from any mapping of digests to parts and
 checks it against the request's ``digest``; :func:`expand_record` puts a record's texts back.
 
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -42,8 +47,11 @@ from jupyter_memory.context.part_refs import REF_KEY, TEXT_PART_MIN, refer, refe
 from jupyter_memory.errors import JupyterMemoryError
 from jupyter_memory.memdir.gateway import package_root
 
+logger = logging.getLogger("jupyter_memory")
+
 __all__ = [
     "ELSEWHERE",
+    "JSON_PARTS",
     "RECORD_VERSION",
     "STORED_SECTIONS",
     "JsonPiece",
@@ -58,13 +66,19 @@ __all__ = [
     "notebook_parts",
     "readable",
     "record_lookup",
+    "record_parts",
     "request_body",
+    "stored_parts",
     "turn_record_schema",
 ]
 
-#: The turn record shape this package writes. 3: long texts and recall decisions as
-#: parts; 2: requests as references to parts; 1: each request's whole body.
-RECORD_VERSION = 3
+#: The turn record shape this package writes. 4: structured parts as their JSON text;
+#: 3: long texts and recall decisions as parts; 2: requests as references to parts; 1: each
+#: request's whole body.
+RECORD_VERSION = 4
+
+#: The record field of a version 4 record's structured parts (digest -> canonical JSON).
+JSON_PARTS = "json_parts"
 
 #: The JSON Schema of the turn record this package writes (shipped in the wheel); the lab
 #: extension's TypeScript type is generated from it (``npm run build:schema``).
@@ -715,24 +729,90 @@ def expand_request(entry: Mapping[str, Any], parts: Mapping[str, Any] | Lookup, 
     return body
 
 
+def stored_parts(new: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``parts`` and ``json_parts`` fields of a record that stores the parts ``new``
+    (digest -> part): texts as they are, structured parts as their canonical JSON."""
+    texts: dict[str, Any] = {}
+    encoded: dict[str, str] = {}
+    for digest, value in new.items():
+        if type(value) is str:
+            texts[digest] = value
+        else:
+            raw = _canonical(value)
+            encoded[digest] = raw
+            _remember_decoded(digest, raw, value)  # the live view reads the store's value
+    return {"parts": texts, **({JSON_PARTS: encoded} if encoded else {})}
+
+
+#: digest -> (the JSON text a record stores for it, the value read from that text): a
+#: notebook's records are read again at every display, and the memos of :func:`_shared_body`
+#: keep what they built while the lookup finds the very same part.
+_DECODED: dict[str, tuple[str, Any]] = {}
+_DECODED_MAX = 8192
+
+
+def _remember_decoded(digest: str, raw: str, value: Any) -> None:
+    if len(_DECODED) >= _DECODED_MAX:
+        _DECODED.clear()
+    _DECODED[digest] = (raw, value)
+
+
+def _decoded(digest: str, raw: Any) -> Any:
+    """The structured part stored as ``raw``, or None when it is not JSON (a hand edit:
+    whatever needs the part then names it as missing)."""
+    known = _DECODED.get(digest)
+    if known is not None and (known[0] is raw or known[0] == raw):
+        return known[1]
+    if type(raw) is not str:
+        logger.warning("The stored part %s is not a JSON text; it is treated as missing.",
+                       digest[:19])
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past Python's limit
+        logger.warning("The stored part %s is not valid JSON (%s); it is treated as missing.",
+                       digest[:19], exc)
+        return None
+    _remember_decoded(digest, raw, value)
+    return value
+
+
+def record_parts(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Every part ``record`` stores, by digest, its structured parts read from their JSON
+    (shared: read them, never change them)."""
+    out: dict[str, Any] = {}
+    parts = record.get("parts")
+    if isinstance(parts, Mapping):
+        out.update(parts)
+    encoded = record.get(JSON_PARTS)
+    if isinstance(encoded, Mapping):
+        for digest, raw in encoded.items():
+            value = _decoded(digest, raw)
+            if value is not None:
+                out[digest] = value
+    return out
+
+
 def notebook_parts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Every part the given turn records store, by digest."""
     out: dict[str, Any] = {}
     for record in records:
-        parts = record.get("parts")
-        if isinstance(parts, Mapping):
-            out.update(parts)
+        out.update(record_parts(record))
     return out
 
 
 def record_lookup(record: Mapping[str, Any], then: Lookup | None = known_part) -> Lookup:
-    """Find a part in ``record``'s own ``parts``, else through ``then`` (by default the
-    parts of this process's live sessions, which hold every part a live record needs)."""
+    """Find a part in ``record``'s own parts, else through ``then`` (by default the parts
+    of this process's live sessions, which hold every part a live record needs)."""
     parts = record.get("parts")
     own: Mapping[str, Any] = parts if isinstance(parts, Mapping) else {}
+    encoded = record.get(JSON_PARTS)
+    coded: Mapping[str, Any] = encoded if isinstance(encoded, Mapping) else {}
 
     def lookup(digest: str) -> Any:
         found = own.get(digest)
+        if found is None and digest in coded:
+            found = _decoded(digest, coded[digest])
         return found if found is not None or then is None else then(digest)
 
     return lookup

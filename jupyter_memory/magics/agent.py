@@ -53,6 +53,7 @@ from jupyter_memory.context.models import (
     default_small_model,
     unknown_model_note,
 )
+from jupyter_memory.context.request_parts import record_parts
 from jupyter_memory.errors import InternalError, JupyterMemoryError, internal_error
 from jupyter_memory.magics.cells import cell_log_for, is_agent_cell
 from jupyter_memory.magics.cells import quiet as quiet_cells
@@ -287,7 +288,7 @@ class Agent(Magics, AgentSettings):  # type: ignore[misc, valid-type]
             # The record stays in the cell (resume reads it); the cell fails with the
             # error's one line, so Run All, nbclient and papermill stop here and say why.
             # It is on the page now, so later records refer to its parts and calls.
-            session.parts.adopt(record_shown.get("parts") or {})
+            session.parts.adopt(record_parts(record_shown))
             session.calls.adopt(record_shown.get("calls") or [])
             raise result.failure
         if problem is not None:  # background work of the turn (extraction) was refused

@@ -404,7 +404,7 @@ def conversation_from_notebook(
 
     Files a record names are read again only inside ``roots`` (a session's; by default
     the notebook's own project and memdir, :func:`notebook_roots`). A record keeps each
-    long text once per session (version 3): a text stored in an output that was cleared
+    long text once per session (from version 3): a text stored in an output that was cleared
     or deleted since is read from the session's log (found under ``<base>/projects``,
     ``env`` choosing the base), or the turn and tool call that need it are named in a
     :class:`ResumeError`.

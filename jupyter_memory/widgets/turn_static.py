@@ -148,12 +148,11 @@ def _first_since(record: Mapping[str, Any], entry: Mapping[str, Any],
     of the notebook holds (a record keeps only its new parts), and the messages before the
     prompt."""
     since: dict[str, str] = {}
-    parts = record.get("parts")
-    own: Mapping[str, Any] = parts if isinstance(parts, Mapping) else {}
+    own = record_lookup(record, None)
     version = record.get("version")
     if isinstance(version, int) and version >= 3:
         for part in ("system", "tools"):
-            if isinstance(entry.get(part), str) and entry[part] not in own:
+            if isinstance(entry.get(part), str) and own(entry[part]) is None:
                 since[part] = "an earlier turn"
     count = len(body.get("messages") or [])
     if count > 1:

@@ -4,9 +4,11 @@
  * A version-2 record keeps each request as references: `params`, the digests
  * of its `system` and `tools` block lists, a `conversation` part chaining
  * message digests, and `cache_marks`. From version 3
- * (jupyter_memory/schemas/turn-record.v3.json) every long string of a message
+ * (jupyter_memory/schemas/turn-record.v4.json) every long string of a message
  * part, of the record's `messages` and `tool_calls`, and the recall decisions
- * are parts too, referred to as `{"$part": DIGEST}`. A part is stored once, in
+ * are parts too, referred to as `{"$part": DIGEST}`. From version 4 a record
+ * keeps its text parts in `parts` and its structured parts in `json_parts`, as
+ * their canonical JSON text. A part is stored once, in
  * the first output of the session that needed it: the renderer finds it in
  * this output or in one rendered before it on this page; otherwise it says
  * which parts live in an earlier output. Version-1 records carried whole
@@ -34,13 +36,48 @@ export const ELSEWHERE = '(kept once, in an earlier output of this notebook)';
 /** Parts of the records rendered on this page so far (each part is immutable). */
 const seen = new Map<string, unknown>();
 
+/** Structured parts read from their JSON text, by digest and text. */
+const decoded = new Map<string, { raw: string; value: unknown }>();
+
+/**
+ * Every part a record stores, by digest: its texts (`parts`) and, from
+ * version 4, its structured parts read from their JSON (`json_parts`). A part
+ * whose text is not JSON (a hand edit) is left out, so a view names it missing.
+ */
+export function recordParts(record: unknown): Parts {
+  const out: Parts = {};
+  if (!isObject(record)) {
+    return out;
+  }
+  if (isObject(record.parts)) {
+    Object.assign(out, record.parts);
+  }
+  if (isObject(record.json_parts)) {
+    for (const [digest, raw] of Object.entries(record.json_parts)) {
+      if (typeof raw !== 'string') {
+        continue;
+      }
+      const known = decoded.get(digest);
+      if (known !== undefined && known.raw === raw) {
+        out[digest] = known.value;
+        continue;
+      }
+      try {
+        const value: unknown = JSON.parse(raw);
+        decoded.set(digest, { raw, value });
+        out[digest] = value;
+      } catch {
+        // not JSON: the part counts as missing
+      }
+    }
+  }
+  return out;
+}
+
 /** Remember the parts a record carries, for the outputs rendered after it. */
 export function rememberParts(record: unknown): void {
-  const parts = isObject(record) ? record.parts : undefined;
-  if (isObject(parts)) {
-    for (const [digest, part] of Object.entries(parts)) {
-      seen.set(digest, part);
-    }
+  for (const [digest, part] of Object.entries(recordParts(record))) {
+    seen.set(digest, part);
   }
 }
 
@@ -103,7 +140,7 @@ export function readableRecord<T extends Record<string, any>>(record: T): T {
   if (typeof record.version !== 'number' || record.version < 3) {
     return record;
   }
-  const lookup = lookupIn(isObject(record.parts) ? record.parts : {});
+  const lookup = lookupIn(recordParts(record));
   const out: Record<string, any> = { ...record };
   for (const section of ['messages', 'tool_calls']) {
     if (section in out) {
@@ -222,13 +259,13 @@ export function requestView(
   return { round, digest, body: missing.length ? null : body, missing };
 }
 
-/** Every request of a record (version 1, 2 or 3), rebuilt where its parts allow. */
+/** Every request of a record (any version), rebuilt where its parts allow. */
 export function requestViews(
   record: Partial<TurnRecord> | Record<string, unknown>
 ): IRequestView[] {
   rememberParts(record);
   const requests = Array.isArray(record.requests) ? record.requests : [];
-  const parts = isObject(record.parts) ? (record.parts as Parts) : {};
+  const parts = recordParts(record);
   const version = typeof record.version === 'number' ? record.version : 1;
   return requests.map(entry => requestView(entry, parts, version));
 }

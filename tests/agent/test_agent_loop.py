@@ -14,7 +14,7 @@ from jupyter_memory.agent.client import make_client
 from jupyter_memory.agent.loop import TurnEvents, run_turn
 from jupyter_memory.agent.session import AgentConfig
 from jupyter_memory.context.assemble import MAX_BREAKPOINTS, count_breakpoints, digest
-from jupyter_memory.context.request_parts import request_body
+from jupyter_memory.context.request_parts import record_parts, request_body
 from jupyter_memory.localapi import Fault, ToolCall, Turn
 
 OLD = time.time() - 5 * 86_400
@@ -49,7 +49,7 @@ def test_plain_answer_streams_and_records(fake_api, project):
     assert [m["role"] for m in session.messages] == ["user", "assistant"]
     record = result.record
     assert record["prompt"] == "What is six times seven?"
-    body = request_body(record["requests"][0], record["parts"])
+    body = request_body(record["requests"][0], record_parts(record))
     assert body["messages"][0]["content"][-1]["text"].startswith("What is six")
     assert digest(body) == record["requests"][0]["digest"]
     assert record["usage"]["output_tokens"] > 0

@@ -329,7 +329,11 @@ def test_the_record_of_a_delegation_matches_the_schema_and_rebuilds_its_requests
         reviewer_project: Path, fake_api) -> None:
     import jsonschema
 
-    from jupyter_memory.context.request_parts import request_body, turn_record_schema
+    from jupyter_memory.context.request_parts import (
+        record_parts,
+        request_body,
+        turn_record_schema,
+    )
 
     session = make_session(reviewer_project)
     script_delegation(fake_api, reviewer_project / ".claude" / "agent-memory" / "data-reviewer")
@@ -339,6 +343,7 @@ def test_the_record_of_a_delegation_matches_the_schema_and_rebuilds_its_requests
     [run] = record["delegations"]
     sent = [{k: v for k, v in r.body.items() if k != "stream"} for r in fake_api.requests]
     # the agent's requests (the 2nd and 3rd sent) rebuild exactly from the turn's parts
-    assert [request_body(entry, record["parts"]) for entry in run["requests"]] == sent[1:3]
-    assert [request_body(entry, record["parts"]) for entry in record["requests"]] == [
+    parts = record_parts(record)
+    assert [request_body(entry, parts) for entry in run["requests"]] == sent[1:3]
+    assert [request_body(entry, parts) for entry in record["requests"]] == [
         sent[0], sent[3]]

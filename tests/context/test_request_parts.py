@@ -1,11 +1,14 @@
-"""Turn records v2: requests stored as content-addressed parts, rebuilt exactly."""
+"""Turn records from v2: requests stored as content-addressed parts, rebuilt exactly (v4:
+structured parts stored as their JSON text)."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import html
 import io
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -24,6 +27,8 @@ from jupyter_memory.context.request_parts import (
     expand_request,
     known_part,
     notebook_parts,
+    record_lookup,
+    record_parts,
     request_body,
     turn_record_schema,
 )
@@ -184,7 +189,7 @@ def saved_turns(tmp_path: Path, fake_api):
 def test_every_request_of_every_turn_rebuilds_to_what_was_sent(saved_turns, fake_api) -> None:
     _session, results, path = saved_turns
     records = [r.record for r in results]
-    assert all(r["version"] == RECORD_VERSION == 3 for r in records)
+    assert all(r["version"] == RECORD_VERSION == 4 for r in records)
     sent = [r.body for r in fake_api.requests]
     rebuilt = []
     for number in range(1, len(records) + 1):
@@ -198,15 +203,45 @@ def test_later_records_refer_to_parts_an_earlier_output_holds(saved_turns) -> No
     _session, results, _path = saved_turns
     first, *later = [r.record for r in results]
     system = first["requests"][0]["system"]
-    assert system in first["parts"]
+    assert system in record_parts(first)
     for record in later:
-        assert record["requests"][0]["system"] == system and system not in record["parts"]
+        assert record["requests"][0]["system"] == system and system not in record_parts(record)
         # a later record cannot be rebuilt alone, only with the notebook's earlier outputs
         with pytest.raises(MissingPart):
-            request_body(record["requests"][0], record["parts"])
+            request_body(record["requests"][0], record_parts(record))
     # what a turn adds does not depend on how long the conversation already is
-    sizes = [len(json.dumps(r["parts"])) for r in (later[1], later[2])]
+    sizes = [len(json.dumps([r["parts"], r.get("json_parts")])) for r in (later[1], later[2])]
     assert max(sizes) < 2 * min(sizes)
+
+
+def test_a_structured_part_is_stored_as_the_json_its_digest_names(saved_turns) -> None:
+    _session, _results, path = saved_turns
+    saved = [o["data"]["application/vnd.jupyter-memory.turn+json"]
+             for c in nbformat.read(str(path), as_version=4).cells for o in c.outputs]
+    first = saved[0]
+    assert all(isinstance(text, str) for text in first["parts"].values())
+    assert first["json_parts"] and all(
+        isinstance(raw, str) and "sha256:" + hashlib.sha256(raw.encode()).hexdigest() == d
+        for d, raw in first["json_parts"].items())
+    # one line each in the notebook file: a message part is not spread over a line a value
+    system = first["requests"][0]["system"]
+    lines = path.read_text().splitlines()
+    assert sum(f'"{system}": ' in line for line in lines) == 1
+    assert record_parts(first)[system] == json.loads(first["json_parts"][system])
+    assert record_lookup(first, None)(system) == record_parts(first)[system]
+
+
+def test_a_structured_part_edited_into_bad_json_is_named_missing(saved_turns, caplog) -> None:
+    _session, _results, path = saved_turns
+    nb = nbformat.read(str(path), as_version=4)
+    record = nb.cells[0].outputs[0]["data"]["application/vnd.jupyter-memory.turn+json"]
+    tools = record["requests"][0]["tools"]
+    record["json_parts"][tools] = record["json_parts"][tools][:-5]
+    nbformat.write(nb, str(path))
+    with caplog.at_level(logging.WARNING, logger="jupyter_memory"):
+        code, _, err = run_cli("transcript", "request", str(path), "--turn", "1")
+    assert code == 2 and f"The tools part {tools[:19]}" in err
+    assert "not valid JSON" in caplog.text
 
 
 def test_resume_reads_version_2_records(saved_turns) -> None:
@@ -276,7 +311,7 @@ def test_real_records_match_the_schema_and_so_do_their_conversation_parts(saved_
         errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(record)]
         assert errors == []
         for entry in record["requests"]:
-            part = record["parts"].get(entry["conversation"])
+            part = record_parts(record).get(entry["conversation"])
             if part is not None:
                 assert list(conversation.iter_errors(part)) == []
 
@@ -286,7 +321,7 @@ def test_the_schema_rejects_a_version_1_record_and_an_unknown_field() -> None:
     v1 = next(o["data"]["application/vnd.jupyter-memory.turn+json"]
               for c in nbformat.read(str(V1_NOTEBOOK), as_version=4).cells for o in c.outputs)
     messages = {e.message for e in validator.iter_errors(json.loads(json.dumps(v1)))}
-    assert "3 was expected" in messages and "'parts' is a required property" in messages
+    assert "4 was expected" in messages and "'parts' is a required property" in messages
 
 
 def test_the_turn_view_shows_each_request_rebuilt_when_its_fold_opens(saved_turns, fake_api) -> None:

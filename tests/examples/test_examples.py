@@ -25,6 +25,7 @@ from typing import Any
 import nbformat
 import pytest
 
+from jupyter_memory.context.request_parts import record_parts
 from jupyter_memory.demo import (
     execute_notebook,
     folder_files,
@@ -69,10 +70,10 @@ _PREFETCH_RACE = ("selected and ready, but not attached",
 
 
 def _stored(record: dict[str, Any], value: Any) -> Any:
-    """``value``, or the text it refers to when a record of version 3 keeps it once in the
-    record's ``parts`` and refers to it as ``{"$part": digest}``."""
+    """``value``, or the part it refers to when a record (from version 3) keeps it once in
+    its parts and refers to it as ``{"$part": digest}``."""
     if isinstance(value, dict) and set(value) == {"$part"}:
-        return (record.get("parts") or {}).get(value["$part"])
+        return record_parts(record).get(value["$part"])
     return value
 
 
@@ -130,12 +131,13 @@ def comparable(nb: Any, folder: str | Path | None) -> list[list[str]]:
             if TURN_MIME in (item.get("data") or {}):
                 item["data"] = dict(item["data"])
                 record = _settle_prefetch_race(item["data"][TURN_MIME])
-                if isinstance(record.get("parts"), dict):
-                    # Parts are keyed by digests of text that holds the work folder, so
-                    # their order differs between folders: compare them as a sorted list.
-                    record = {**record, "parts": sorted(
-                        _normalise(json.dumps(v, sort_keys=True, ensure_ascii=False), folder,
-                                   pending) for v in record["parts"].values())}
+                for key in ("parts", "json_parts"):
+                    if isinstance(record.get(key), dict):
+                        # Parts are keyed by digests of text that holds the work folder, so
+                        # their order differs between folders: compare them as a sorted list.
+                        record = {**record, key: sorted(
+                            _normalise(json.dumps(v, sort_keys=True, ensure_ascii=False),
+                                       folder, pending) for v in record[key].values())}
                 # The cost ledger so far (context/pricing.py) includes background calls
                 # (the selector, extraction) whose finishing before the record is written
                 # is a race live; tests/context/test_pricing.py checks it exactly instead.

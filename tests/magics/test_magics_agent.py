@@ -12,7 +12,7 @@ from IPython.utils.capture import capture_output
 from shell_helpers import fails, run
 
 from jupyter_memory.agent.loop import TURN_MIME
-from jupyter_memory.context.request_parts import readable
+from jupyter_memory.context.request_parts import readable, record_parts
 from jupyter_memory.errors import ModelCallFailed
 from jupyter_memory.localapi import Fault, ToolCall, Turn
 
@@ -137,13 +137,14 @@ def test_the_record_after_a_failed_turn_refers_to_the_parts_the_failed_one_carri
     with capture_output() as cap:
         ip.run_cell("%agent hi", store_history=True)
     failed = records(cap)[0]
-    assert failed["status"] == "error" and failed["parts"]
+    stored = record_parts(failed)
+    assert failed["status"] == "error" and stored
     request = failed["requests"][0]
-    assert request["system"] in failed["parts"] and request["tools"] in failed["parts"]
+    assert request["system"] in stored and request["tools"] in stored
     later = records(run(ip, "%agent hi again"))[0]
     assert later["status"] == "ok"
     assert later["requests"][0]["system"] == request["system"]
-    assert not set(failed["parts"]) & set(later["parts"])
+    assert not set(stored) & set(record_parts(later))
 
 
 def test_remember_and_memory_table(ip, memdir):

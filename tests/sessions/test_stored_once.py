@@ -1,7 +1,8 @@
-"""Turn records keep each long text once per notebook (record version 3, docs/sessions.md):
+"""Turn records keep each long text once per notebook (record versions 3 and 4, docs/sessions.md):
 a tool result is referred to, not repeated; a notebook whose storing output was cleared
 still resumes from the session's log, or names the turn and tool call it lacks; the
-earlier record shapes (v1 whole bodies, v2 request parts) still resume and replay."""
+earlier record shapes (v1 whole bodies, v2 request parts, v3 structured parts as JSON
+values) still resume and replay."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def save(records: list[dict | None], path: Path) -> Path:
 def test_a_record_refers_to_a_stored_tool_result_instead_of_repeating_it(read_twice) -> None:
     _session, results = read_twice
     second, third = results[1].record, results[2].record
-    assert second["version"] == third["version"] == RECORD_VERSION == 3
+    assert second["version"] == third["version"] == RECORD_VERSION == 4
     result = second["tool_calls"][0]["result"]
     assert set(result) == {REF_KEY}  # a reference, not the text
     digest = result[REF_KEY]
@@ -122,7 +123,8 @@ def test_resume_without_the_log_names_the_turn_and_tool_call(read_twice, tmp_pat
 
 
 @pytest.mark.parametrize("name, version, turns", [("turn-records-v1.ipynb", 1, 2),
-                                                   ("turn-records-v2.ipynb", 2, 3)])
+                                                   ("turn-records-v2.ipynb", 2, 3),
+                                                   ("turn-records-v3.ipynb", 3, 3)])
 def test_every_earlier_record_shape_resumes_and_replays(name, version, turns, tmp_path) -> None:
     path = tmp_path / name
     shutil.copy(FIXTURES / name, path)
@@ -131,10 +133,18 @@ def test_every_earlier_record_shape_resumes_and_replays(name, version, turns, tm
     assert {r["version"] for r in records} == {version}
     resumed = conversation_from_notebook(path)
     assert resumed.turns == turns
-    # a resume reads each record's own messages, as that version wrote them
-    assert resumed.messages == [m for r in records for m in r["messages"]]
+    # a resume reads each record's own messages, as that version wrote them (from
+    # version 3 their long texts are parts, put back)
+    parts = notebook_parts(records)
+    assert resumed.messages == [m for r in records
+                                for m in expand_record(r, parts.get)["messages"]]
     for number, record in enumerate(records, start=1):
         rebuilt = notebook_requests(path, turn=number)["requests"]
         assert [item["digest"] for item in rebuilt] == [e["digest"] for e in record["requests"]]
     if version == 2:
-        assert notebook_parts(records) and readable(records[1]) == records[1]
+        assert parts and readable(records[1]) == records[1]
+    if version == 3:  # its structured parts are JSON values in "parts"
+        assert "json_parts" not in records[0]
+        kinds = {dict if isinstance(p, dict) else type(p) for p in records[0]["parts"].values()}
+        assert kinds == {str, dict, list}
+        assert "integer cents" in readable(records[1])["tool_calls"][0]["result"]

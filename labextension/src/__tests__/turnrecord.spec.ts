@@ -14,7 +14,7 @@ describe('src/turnrecord.ts', () => {
     if (committed !== expected) {
       throw new Error(
         'src/turnrecord.ts is out of date with ' +
-          'jupyter_memory/schemas/turn-record.v3.json: run `npm run build:schema`.'
+          'jupyter_memory/schemas/turn-record.v4.json: run `npm run build:schema`.'
       );
     }
   });

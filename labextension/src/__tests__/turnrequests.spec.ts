@@ -1,5 +1,6 @@
 import {
   conversationDigests,
+  recordParts,
   requestView,
   requestViews
 } from '../turnrequests';
@@ -81,6 +82,35 @@ describe('turnrequests', () => {
       requestViews({ version: 1, requests: [{ round: 0, digest: 'd', body }] })
     ).toEqual([{ round: 0, digest: 'd', body, missing: [] }]);
     expect(requestViews({})).toEqual([]);
+  });
+
+  it('reads a version-4 record, whose structured parts are JSON text', () => {
+    const json = (value: unknown): string => JSON.stringify(value);
+    const record = {
+      version: 4,
+      requests: [entry],
+      parts: {},
+      json_parts: Object.fromEntries(
+        Object.entries({ ...first, ...second }).map(([d, v]) => [d, json(v)])
+      )
+    };
+    const [view] = requestViews(record);
+    expect(view.missing).toEqual([]);
+    expect(view.body?.system).toEqual(system);
+    expect((view.body?.messages as unknown[]).length).toBe(3);
+    // a text part stays a string; a part that is not JSON is not a part
+    const parts = recordParts({
+      parts: { sha256_x: 'a text' },
+      json_parts: { sha256_s: json(system), sha256_bad: '{"role":' }
+    });
+    expect(parts).toEqual({ sha256_x: 'a text', sha256_s: system });
+    // (a digest no output on this page stored before)
+    const broken = {
+      ...record,
+      requests: [{ ...entry, tools: 'sha256_t4' }],
+      json_parts: { ...record.json_parts, sha256_t4: '[{"name":' }
+    };
+    expect(requestViews(broken)[0].missing).toEqual(['tools']);
   });
 
   it('stops at a chain that loops', () => {
